@@ -1,0 +1,91 @@
+//! The one error type of the catalogue and its stable AMGA numeric codes. Frontends map it to
+//! the wire (TCP status line, SOAP fault) and must not invent codes of their own.
+
+use thiserror::Error;
+
+/// Every failure a caller can see. The numeric `code()` is the AMGA error table (amga.md §2.9)
+/// with the "intended" values, and is identical on every storage backend.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum Error {
+    #[error("{0}: no such file or directory")]
+    NotFound(String),
+    #[error("{0}")]
+    IllegalCommand(String),
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    #[error("illegal query: {0}")]
+    IllegalQuery(String),
+    #[error("transaction error: {0}")]
+    Transaction(String),
+    #[error("no such attribute: {0}")]
+    NoSuchAttribute(String),
+    #[error("directory not empty: {0}")]
+    NotEmpty(String),
+    #[error("{0}: exists")]
+    Exists(String),
+    #[error("{0}: directory exists")]
+    DirExists(String),
+    #[error("not a sequence: {0}")]
+    NotASequence(String),
+    #[error("invalid value: {0}")]
+    InvalidValue(String),
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(String),
+    #[error("cancelled")]
+    Cancelled,
+    /// A storage or internal failure. The message is for logs; frontends show a generic text.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The broad class of an error, as the SOAP contract names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Authorization,
+    Exists,
+    NotExists,
+    InvalidArgument,
+    Internal,
+}
+
+impl Error {
+    /// AMGA's numeric error code.
+    pub fn code(&self) -> u16 {
+        match self {
+            Error::NotFound(_) => 1,
+            Error::IllegalCommand(_) => 3,
+            Error::PermissionDenied(_) => 4,
+            Error::IllegalQuery(_) => 8,
+            Error::Transaction(_) => 9,
+            Error::NoSuchAttribute(_) => 10,
+            Error::NotEmpty(_) => 11,
+            Error::Exists(_) => 15,
+            Error::DirExists(_) => 16,
+            Error::NotASequence(_) => 17,
+            Error::InvalidValue(_) => 18,
+            Error::LimitExceeded(_) => 19,
+            Error::Cancelled => 20,
+            Error::Internal(_) => 99,
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::PermissionDenied(_) => ErrorKind::Authorization,
+            Error::Exists(_) | Error::DirExists(_) => ErrorKind::Exists,
+            Error::NotFound(_) | Error::NoSuchAttribute(_) | Error::NotASequence(_) => ErrorKind::NotExists,
+            Error::Internal(_) => ErrorKind::Internal,
+            _ => ErrorKind::InvalidArgument,
+        }
+    }
+
+    /// The text shown to clients: internal causes stay in the server log.
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::Internal(_) => "internal server error".to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

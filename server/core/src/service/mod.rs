@@ -1,0 +1,210 @@
+//! The catalogue service: the one API both frontends call. It owns sessions, path resolution,
+//! permission checks, validation and query planning; it talks to storage only through the
+//! `Store` port and must not know any wire syntax or SQL.
+//!
+//! Operations live in `namespace` (collections, attributes), `entries` (entries, queries,
+//! bulk load), `admin` (users, groups, ACLs, sequences) and `cursor` (resumable positions).
+
+mod admin;
+pub mod cursor;
+mod entries;
+mod namespace;
+
+use std::future::Future;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::perm::{Guard, Mode, Principal};
+use crate::store::{CollectionInfo, Store, StoreConn};
+
+pub use entries::{QueryPage, SelectSpec};
+
+/// Defaults and limits of the service.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Mode of new collections (before the caller's choice), e.g. 0o755.
+    pub collection_mode: u16,
+    /// Mode of new entries, e.g. 0o644.
+    pub entry_mode: u16,
+    /// Largest number of entries one bulk call may insert.
+    pub max_bulk_entries: usize,
+    /// Largest number of joined collections in one query.
+    pub max_join_tables: usize,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig { collection_mode: 0o755, entry_mode: 0o644, max_bulk_entries: 1_000_000, max_join_tables: 8 }
+    }
+}
+
+/// One caller's state: identity, current directory and, inside `transaction`, the pinned
+/// connection that holds the open transaction.
+pub struct Session<S: Store> {
+    pub principal: Principal,
+    pub cwd: String,
+    tx: Option<S::Conn>,
+}
+
+impl<S: Store> Session<S> {
+    pub fn new(principal: Principal) -> Self {
+        Session { principal, cwd: "/".into(), tx: None }
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.tx.is_some()
+    }
+}
+
+/// Receives result rows as wire text (`None` = NULL). Returning an error stops the query.
+pub trait RowSink: Send {
+    fn row(&mut self, row: Vec<Option<String>>) -> impl Future<Output = Result<()>> + Send;
+}
+
+impl RowSink for Vec<Vec<Option<String>>> {
+    async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
+        self.push(row);
+        Ok(())
+    }
+}
+
+/// A cheap-to-clone handle on the catalogue.
+pub struct Catalogue<S: Store> {
+    inner: Arc<Inner<S>>,
+}
+
+impl<S: Store> Clone for Catalogue<S> {
+    fn clone(&self) -> Self {
+        Catalogue { inner: self.inner.clone() }
+    }
+}
+
+struct Inner<S> {
+    store: S,
+    config: ServiceConfig,
+    /// HMAC key for cursor tokens; shared through the database so every process agrees.
+    token_key: Vec<u8>,
+}
+
+/// A connection for one operation: the session's pinned transaction, or one from the pool.
+pub(crate) enum Held<'a, C> {
+    Pinned(&'a mut C),
+    Pooled(C),
+}
+
+impl<C> Deref for Held<'_, C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        match self {
+            Held::Pinned(c) => c,
+            Held::Pooled(c) => c,
+        }
+    }
+}
+
+impl<C> DerefMut for Held<'_, C> {
+    fn deref_mut(&mut self) -> &mut C {
+        match self {
+            Held::Pinned(c) => c,
+            Held::Pooled(c) => c,
+        }
+    }
+}
+
+impl<C: StoreConn> Held<'_, C> {
+    /// Start an atomic unit: its own transaction, or a savepoint inside the user's.
+    pub(crate) async fn start_write(&mut self) -> Result<()> {
+        match self {
+            Held::Pinned(c) => c.savepoint().await,
+            Held::Pooled(c) => c.begin().await,
+        }
+    }
+
+    /// End the unit started by `start_write`: keep it on success, undo it entirely on failure.
+    pub(crate) async fn finish_write<T>(&mut self, result: Result<T>) -> Result<T> {
+        match (self, result) {
+            (Held::Pinned(c), Ok(v)) => c.release_savepoint().await.map(|_| v),
+            (Held::Pooled(c), Ok(v)) => c.commit().await.map(|_| v),
+            (Held::Pinned(c), Err(e)) => {
+                c.rollback_to_savepoint().await?;
+                c.release_savepoint().await?;
+                Err(e)
+            }
+            (Held::Pooled(c), Err(e)) => {
+                c.rollback().await?;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<S: Store> Catalogue<S> {
+    /// Opens the service over a migrated store; loads (or creates) the shared token key.
+    pub async fn new(store: S, config: ServiceConfig) -> Result<Self> {
+        let mut conn = store.acquire().await?;
+        let fresh: [u8; 32] = rand::random();
+        let hex: String = fresh.iter().map(|b| format!("{b:02x}")).collect();
+        let key_hex = conn.init_setting("token_key", &hex).await?;
+        let token_key = (0..key_hex.len() / 2)
+            .filter_map(|i| u8::from_str_radix(key_hex.get(2 * i..2 * i + 2)?, 16).ok())
+            .collect();
+        Ok(Catalogue { inner: Arc::new(Inner { store, config, token_key }) })
+    }
+
+    pub fn store(&self) -> &S {
+        &self.inner.store
+    }
+
+    pub fn config(&self) -> &ServiceConfig {
+        &self.inner.config
+    }
+
+    pub(crate) async fn conn<'a>(&self, s: &'a mut Session<S>) -> Result<Held<'a, S::Conn>> {
+        match s.tx.as_mut() {
+            Some(c) => Ok(Held::Pinned(c)),
+            None => Ok(Held::Pooled(self.inner.store.acquire().await?)),
+        }
+    }
+
+    // ---- transactions ----
+
+    pub async fn begin(&self, s: &mut Session<S>) -> Result<()> {
+        if s.tx.is_some() {
+            return Err(Error::Transaction("a transaction is already in progress".into()));
+        }
+        let mut c = self.inner.store.acquire().await?;
+        c.begin().await?;
+        s.tx = Some(c);
+        Ok(())
+    }
+
+    pub async fn commit(&self, s: &mut Session<S>) -> Result<()> {
+        let mut c = s.tx.take().ok_or_else(|| Error::Transaction("no transaction in progress".into()))?;
+        c.commit().await
+    }
+
+    pub async fn abort(&self, s: &mut Session<S>) -> Result<()> {
+        let mut c = s.tx.take().ok_or_else(|| Error::Transaction("no transaction in progress".into()))?;
+        c.rollback().await
+    }
+
+    // ---- helpers shared by the operation modules ----
+
+    pub(crate) async fn must_collection(conn: &mut S::Conn, path: &str) -> Result<CollectionInfo> {
+        conn.collection(path).await?.ok_or_else(|| Error::NotFound(path.to_string()))
+    }
+
+    /// Checks `need` rights on a collection for the session's principal.
+    pub(crate) async fn check(conn: &mut S::Conn, who: &Principal, c: &CollectionInfo, need: u16) -> Result<()> {
+        if who.is_root() {
+            return Ok(());
+        }
+        let acl = conn.acl(c.id).await?;
+        Guard { owner: &c.owner, group: &c.group, mode: Mode(c.perms), acl: &acl }.check(who, need, &c.path)
+    }
+
+    pub(crate) fn is_owner(who: &Principal, c: &CollectionInfo) -> bool {
+        who.is_root() || who.user == c.owner
+    }
+}

@@ -1,0 +1,205 @@
+//! The storage port: what the catalogue needs from a database, in catalogue terms. Backends
+//! (ardacat-store) implement it; this module must not contain SQL or know a dialect.
+
+use std::future::Future;
+
+use tokio::sync::mpsc;
+
+use crate::error::Result;
+use crate::perm::AclEntry;
+use crate::query::{Term, ast};
+use crate::types::{AttrType, Value, ValueType};
+
+/// A collection (directory): one row of the collections table, one entry table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectionInfo {
+    pub id: i64,
+    pub parent_id: Option<i64>,
+    pub path: String,
+    pub owner: String,
+    pub group: String,
+    pub perms: u16,
+}
+
+/// An attribute (column) of a collection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttrDef {
+    pub id: i64,
+    pub name: String,
+    pub attr_type: AttrType,
+    pub indexed: bool,
+}
+
+/// A new entry for `insert_entries`: values line up with the `attrs` slice passed beside it.
+#[derive(Debug, Clone)]
+pub struct NewEntry {
+    pub name: String,
+    pub owner: String,
+    pub group: String,
+    pub perms: u16,
+    pub values: Vec<Value>,
+}
+
+/// A resolved, type-checked read over one or more collections (implicit inner join).
+/// Table `i` of the join is `tables[i]`; every `Term` names a table by that index.
+#[derive(Debug, Clone)]
+pub struct SelectPlan {
+    pub tables: Vec<i64>,
+    pub columns: Vec<ast::Expr<Term>>,
+    pub column_types: Vec<ValueType>,
+    pub filter: Option<ast::Expr<Term>>,
+    /// Entry-name LIKE patterns (already translated from globs) per table index.
+    pub name_patterns: Vec<(usize, String)>,
+    /// The user's ORDER BY; the backend appends keys that make the order total (see `order_keys`).
+    pub order_by: Vec<ast::OrderItem<Term>>,
+    pub distinct: bool,
+    pub limit: Option<u64>,
+    /// Keyset position: continue strictly after this key (values of `order_keys()`).
+    pub after: Option<Vec<Value>>,
+}
+
+impl SelectPlan {
+    /// The full sort key of every row: user order, then (for DISTINCT) the output columns, else
+    /// every joined table's entry id. Rows are streamed with these keys appended after the columns,
+    /// so a cursor position is just the last row's key.
+    pub fn order_keys(&self) -> Vec<ast::OrderItem<Term>> {
+        let mut keys = self.order_by.clone();
+        if self.distinct {
+            keys.extend(self.columns.iter().map(|c| ast::OrderItem { expr: c.clone(), descending: false }));
+        } else {
+            keys.extend((0..self.tables.len()).map(|t| ast::OrderItem {
+                expr: ast::Expr::Ref(Term::Column {
+                    table: t,
+                    column: crate::query::Column::Id,
+                    vtype: ValueType::Int,
+                }),
+                descending: false,
+            }));
+        }
+        keys
+    }
+
+    pub fn key_types(&self) -> Vec<ValueType> {
+        self.order_keys().iter().map(|k| crate::query::expr_type(&k.expr)).collect()
+    }
+}
+
+/// An update-by-query of one collection (table 0 of the join); other tables only filter.
+#[derive(Debug, Clone)]
+pub struct UpdatePlan {
+    pub tables: Vec<i64>,
+    pub assignments: Vec<(AttrDef, ast::Expr<Term>)>,
+    pub filter: Option<ast::Expr<Term>>,
+    pub name_patterns: Vec<(usize, String)>,
+}
+
+/// A delete of entries of one collection (table 0), filtered like an update.
+#[derive(Debug, Clone)]
+pub struct DeletePlan {
+    pub tables: Vec<i64>,
+    pub filter: Option<ast::Expr<Term>>,
+    pub name_patterns: Vec<(usize, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserRecord {
+    pub name: String,
+    pub password_hash: Option<String>,
+}
+
+/// Rows streamed by `select`: the plan's columns followed by its order keys.
+pub type RowSender = mpsc::Sender<Result<Vec<Value>>>;
+
+/// A storage backend: a pool of connections.
+pub trait Store: Clone + Send + Sync + 'static {
+    type Conn: StoreConn;
+    fn acquire(&self) -> impl Future<Output = Result<Self::Conn>> + Send;
+    /// A short name for logs and metrics (`sqlite`, `postgres`).
+    fn backend_name(&self) -> &'static str;
+}
+
+/// One database connection. Every method runs in the connection's current transaction, if any.
+pub trait StoreConn: Send + 'static {
+    fn begin(&mut self) -> impl Future<Output = Result<()>> + Send;
+    fn commit(&mut self) -> impl Future<Output = Result<()>> + Send;
+    fn rollback(&mut self) -> impl Future<Output = Result<()>> + Send;
+    /// Savepoints let one operation inside a user's transaction fail without spoiling it.
+    fn savepoint(&mut self) -> impl Future<Output = Result<()>> + Send;
+    fn release_savepoint(&mut self) -> impl Future<Output = Result<()>> + Send;
+    fn rollback_to_savepoint(&mut self) -> impl Future<Output = Result<()>> + Send;
+
+    fn collection(&mut self, path: &str) -> impl Future<Output = Result<Option<CollectionInfo>>> + Send;
+    fn collection_by_id(&mut self, id: i64) -> impl Future<Output = Result<Option<CollectionInfo>>> + Send;
+    /// Direct sub-collections, ordered by name.
+    fn children(&mut self, parent_id: i64) -> impl Future<Output = Result<Vec<CollectionInfo>>> + Send;
+    /// Creates the row and the entry table with the given attributes.
+    fn create_collection(
+        &mut self,
+        parent_id: i64,
+        path: &str,
+        owner: &str,
+        group: &str,
+        perms: u16,
+        attrs: &[(String, AttrType, bool)],
+    ) -> impl Future<Output = Result<CollectionInfo>> + Send;
+    /// Drops the collection, its table, attributes, ACLs and sequences. The caller checks emptiness.
+    fn remove_collection(&mut self, id: i64) -> impl Future<Output = Result<()>> + Send;
+    fn set_collection_owner(&mut self, id: i64, owner: &str, group: &str) -> impl Future<Output = Result<()>> + Send;
+    fn set_collection_perms(&mut self, id: i64, perms: u16) -> impl Future<Output = Result<()>> + Send;
+    fn has_entries(&mut self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    fn attributes(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<AttrDef>>> + Send;
+    fn add_attribute(
+        &mut self,
+        collection_id: i64,
+        name: &str,
+        attr_type: AttrType,
+        indexed: bool,
+    ) -> impl Future<Output = Result<AttrDef>> + Send;
+    fn remove_attribute(&mut self, collection_id: i64, attr: &AttrDef) -> impl Future<Output = Result<()>> + Send;
+
+    /// Inserts entries; a name that exists already fails the whole call with `Error::Exists`.
+    fn insert_entries(
+        &mut self,
+        collection_id: i64,
+        attrs: &[AttrDef],
+        entries: Vec<NewEntry>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+    fn update_entries(&mut self, plan: &UpdatePlan) -> impl Future<Output = Result<u64>> + Send;
+    fn delete_entries(&mut self, plan: &DeletePlan) -> impl Future<Output = Result<u64>> + Send;
+    /// Streams rows into `tx` until done, or until the receiver is dropped (cancel).
+    fn select(&mut self, plan: &SelectPlan, tx: RowSender) -> impl Future<Output = Result<u64>> + Send;
+
+    fn acl(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<AclEntry>>> + Send;
+    fn set_acl(&mut self, collection_id: i64, entry: &AclEntry) -> impl Future<Output = Result<()>> + Send;
+    fn remove_acl(&mut self, collection_id: i64, principal: &str) -> impl Future<Output = Result<u64>> + Send;
+
+    fn create_sequence(
+        &mut self,
+        collection_id: i64,
+        name: &str,
+        increment: i64,
+        start: i64,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Returns the current value and advances; `None` when there is no such sequence.
+    fn next_sequence(&mut self, collection_id: i64, name: &str) -> impl Future<Output = Result<Option<i64>>> + Send;
+    fn remove_sequence(&mut self, collection_id: i64, name: &str) -> impl Future<Output = Result<bool>> + Send;
+
+    fn user(&mut self, name: &str) -> impl Future<Output = Result<Option<UserRecord>>> + Send;
+    fn user_by_subject(&mut self, subject: &str) -> impl Future<Output = Result<Option<String>>> + Send;
+    fn create_user(&mut self, name: &str, password_hash: Option<&str>) -> impl Future<Output = Result<()>> + Send;
+    fn remove_user(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
+    fn set_password(&mut self, name: &str, password_hash: &str) -> impl Future<Output = Result<bool>> + Send;
+    fn add_subject(&mut self, name: &str, subject: &str) -> impl Future<Output = Result<()>> + Send;
+    fn subjects(&mut self, name: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
+    fn groups_of(&mut self, user: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
+    fn create_group(&mut self, name: &str, owner: &str) -> impl Future<Output = Result<()>> + Send;
+    fn remove_group(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
+    fn add_member(&mut self, group: &str, user: &str) -> impl Future<Output = Result<()>> + Send;
+    fn remove_member(&mut self, group: &str, user: &str) -> impl Future<Output = Result<bool>> + Send;
+    fn group_exists(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
+
+    fn setting(&mut self, key: &str) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// Sets a setting only if it is not set yet; returns the value that is stored afterwards.
+    fn init_setting(&mut self, key: &str, value: &str) -> impl Future<Output = Result<String>> + Send;
+}

@@ -1,0 +1,235 @@
+//! Splitting a command line into arguments the way AMGA clients quote them, and quoting for our
+//! own client. Works on one already-framed line; it does not know command names or argument meaning.
+//!
+//! Rules (the inverse of the Python client's `__quoteValue`, which wraps values in `'…'` and writes
+//! an embedded quote as `\'`):
+//!
+//! - Arguments are separated by runs of spaces or tabs.
+//! - A single quote opens a quoted section that runs to the next unescaped single quote; inside it
+//!   whitespace is literal, `\'` is a quote and `\\` a backslash. A backslash before anything else is
+//!   kept as it is, because the classic clients never escape backslashes themselves.
+//! - Quoted sections may start or stop inside an argument: `a'b c'd` is the one argument `ab cd`, and
+//!   `''` is an empty argument.
+//! - Outside quotes every character but whitespace and `'` is literal, backslashes included.
+//! - Double quotes are ordinary characters: query conditions carry their double-quoted literals
+//!   inside single-quoted arguments, e.g. `'/d:FILE="t 1"'`.
+//!
+//! Known limits inherited from the classic clients: a value ending in a backslash, sent by a client
+//! that does not escape backslashes, reads as an escaped closing quote (an unterminated-quote
+//! error), and such a value holding `\\` loses one backslash.
+
+use thiserror::Error;
+
+use crate::escape::{EscapeError, escape_value, unescape_value};
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum TokenizeError {
+    /// The quote opened at this byte offset is never closed.
+    #[error("unterminated quote starting at byte {position}")]
+    UnterminatedQuote { position: usize },
+    /// Argument `index` (0 = the command name) is not a valid escaped token.
+    #[error("argument {index}: {source}")]
+    Escape {
+        index: usize,
+        #[source]
+        source: EscapeError,
+    },
+}
+
+fn is_separator(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
+/// Splits one command line (without its line end) into arguments.
+pub fn tokenize(line: &str) -> Result<Vec<String>, TokenizeError> {
+    let mut args = Vec::new();
+    let mut current = String::new();
+    // An argument exists once any character or quote of it was seen, so `''` yields "".
+    let mut in_arg = false;
+    let mut quote_start: Option<usize> = None;
+    let mut chars = line.char_indices().peekable();
+
+    while let Some((at, c)) = chars.next() {
+        if quote_start.is_some() {
+            match c {
+                '\'' => quote_start = None,
+                '\\' => match chars.peek() {
+                    Some(&(_, next @ ('\'' | '\\'))) => {
+                        current.push(next);
+                        chars.next();
+                    }
+                    _ => current.push('\\'),
+                },
+                c => current.push(c),
+            }
+        } else if is_separator(c) {
+            if in_arg {
+                args.push(std::mem::take(&mut current));
+                in_arg = false;
+            }
+        } else {
+            in_arg = true;
+            if c == '\'' {
+                quote_start = Some(at);
+            } else {
+                current.push(c);
+            }
+        }
+    }
+    if let Some(position) = quote_start {
+        return Err(TokenizeError::UnterminatedQuote { position });
+    }
+    if in_arg {
+        args.push(current);
+    }
+    Ok(args)
+}
+
+/// Tokenizes a line from a client that negotiated `escape`, then unescapes each argument;
+/// `None` is a NULL argument (`\N`).
+pub fn tokenize_escaped(line: &str) -> Result<Vec<Option<String>>, TokenizeError> {
+    tokenize(line)?
+        .iter()
+        .enumerate()
+        .map(|(index, arg)| unescape_value(arg).map_err(|source| TokenizeError::Escape { index, source }))
+        .collect()
+}
+
+/// Quotes one argument so that [`tokenize`] gives it back unchanged; leaves it bare when it can.
+pub fn quote_arg(arg: &str) -> String {
+    // CR is quoted too: the line decoder strips a trailing CR, which would eat it at the line end.
+    let needs_quotes = arg.is_empty() || arg.chars().any(|c| matches!(c, ' ' | '\t' | '\'' | '\r'));
+    if !needs_quotes {
+        return arg.to_owned();
+    }
+    let mut out = String::with_capacity(arg.len() + 2);
+    out.push('\'');
+    for c in arg.chars() {
+        if c == '\'' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
+}
+
+/// Builds a command line (without line end) from raw arguments, for a peer without `escape`.
+pub fn join_args<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let mut line = String::new();
+    for (i, arg) in args.into_iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        line.push_str(&quote_arg(arg.as_ref()));
+    }
+    line
+}
+
+/// Builds a command line for a peer that negotiated `escape`: escape each argument, then quote it.
+pub fn join_escaped_args(args: &[Option<&str>]) -> String {
+    join_args(args.iter().map(|arg| escape_value(*arg)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn toks(line: &str) -> Vec<String> {
+        match tokenize(line) {
+            Ok(args) => args,
+            Err(e) => panic!("tokenize({line:?}) failed: {e}"),
+        }
+    }
+
+    #[test]
+    fn splits_on_runs_of_whitespace() {
+        assert_eq!(toks("  pwd  "), ["pwd"]);
+        assert_eq!(toks("cd\t/a  b"), ["cd", "/a", "b"]);
+        assert!(toks("").is_empty());
+        assert!(toks(" \t ").is_empty());
+    }
+
+    #[test]
+    fn conditions_keep_double_quotes() {
+        assert_eq!(toks(r#"selectattr /d:a '/d:FILE="t 1"'"#), ["selectattr", "/d:a", r#"/d:FILE="t 1""#]);
+        assert_eq!(toks(r#"setattr /e a '"v"'"#), ["setattr", "/e", "a", r#""v""#]);
+        assert_eq!(toks(r#"a"b c""#), ["a\"b", "c\""]);
+    }
+
+    #[test]
+    fn quotes_inside_tokens_and_escapes() {
+        assert_eq!(toks("a'b c'"), ["ab c"]);
+        assert_eq!(toks("a'b c'd e"), ["ab cd", "e"]);
+        assert_eq!(toks("x '' y"), ["x", "", "y"]);
+        assert_eq!(toks(r"'it\'s'"), ["it's"]);
+        assert_eq!(toks(r"'a\\b'"), [r"a\b"]);
+        // Classic clients do not escape backslashes: an unknown sequence stays as it is.
+        assert_eq!(toks(r"'c:\dir\x'"), [r"c:\dir\x"]);
+        assert_eq!(toks(r"a\b"), [r"a\b"]);
+        assert_eq!(toks("'é ü'"), ["é ü"]);
+    }
+
+    #[test]
+    fn unterminated_quote_reports_its_start() {
+        assert_eq!(tokenize("addentry /x a 'open"), Err(TokenizeError::UnterminatedQuote { position: 14 }));
+        assert_eq!(tokenize(r"'ends in backslash\'"), Err(TokenizeError::UnterminatedQuote { position: 0 }));
+        assert_eq!(tokenize("é'"), Err(TokenizeError::UnterminatedQuote { position: 2 }));
+    }
+
+    #[test]
+    fn quote_arg_only_when_needed() {
+        assert_eq!(quote_arg("plain"), "plain");
+        assert_eq!(quote_arg(r"a\b"), r"a\b");
+        assert_eq!(quote_arg(""), "''");
+        assert_eq!(quote_arg("a b"), "'a b'");
+        assert_eq!(quote_arg(r"it's\"), r"'it\'s\\'");
+        assert_eq!(quote_arg("cr\r"), "'cr\r'");
+        assert_eq!(join_args(["selectattr", "/d:a", r#"/d:FILE="t 1""#]), r#"selectattr /d:a '/d:FILE="t 1"'"#);
+    }
+
+    #[test]
+    fn escaped_arguments() {
+        let line = join_escaped_args(&[Some("setattr"), Some("/e"), Some("a"), Some("x\ny z"), None]);
+        assert_eq!(line, r"setattr /e a 'x\\ny z' \N");
+        assert_eq!(
+            tokenize_escaped(&line),
+            Ok(vec![Some("setattr".into()), Some("/e".into()), Some("a".into()), Some("x\ny z".into()), None])
+        );
+        assert_eq!(
+            tokenize_escaped(r"cmd 'a\\q'"),
+            Err(TokenizeError::Escape { index: 1, source: EscapeError::InvalidEscape { position: 1 } })
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn quote_then_tokenize_round_trips(args in proptest::collection::vec("[^\n\0]*", 0..6)) {
+            prop_assert_eq!(tokenize(&join_args(&args)), Ok(args));
+        }
+
+        #[test]
+        fn quote_round_trips_on_hostile_alphabet(args in proptest::collection::vec("[ \t'\\\\\"a\r]{0,6}", 0..6)) {
+            prop_assert_eq!(tokenize(&join_args(&args)), Ok(args));
+        }
+
+        #[test]
+        fn escaped_round_trips(args in proptest::collection::vec(proptest::option::of(any::<String>()), 0..5)) {
+            let borrowed: Vec<Option<&str>> = args.iter().map(|a| a.as_deref()).collect();
+            let line = join_escaped_args(&borrowed);
+            prop_assert!(!crate::escape::needs_escape(&line));
+            prop_assert_eq!(tokenize_escaped(&line), Ok(args));
+        }
+
+        #[test]
+        fn tokenize_never_panics(line in any::<String>()) {
+            let _ = tokenize(&line);
+            let _ = tokenize_escaped(&line);
+        }
+    }
+}

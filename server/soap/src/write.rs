@@ -1,0 +1,653 @@
+//! Response, fault and request serialization.
+//!
+//! Output is UTF-8 XML 1.0 with an XML declaration. The envelope uses the prefix `soap` for the
+//! envelope namespace of the chosen version and declares `xsi`; the response wrapper declares
+//! `urn:ardacat:metadata:1` as the default namespace, so every payload element is qualified
+//! as the WSDL requires (elementFormDefault="qualified").
+//!
+//! # Escaping and unrepresentable characters
+//!
+//! Text is escaped as `&amp; &lt; &gt; &quot; &apos;`, and CR as `&#13;` (a raw CR would be
+//! turned into LF by the receiver's XML parser). Characters that XML 1.0 cannot carry at all
+//! (U+0000–U+001F except tab, LF and CR; U+FFFE; U+FFFF) are **refused**: the write fails with
+//! [`SoapError::Unserializable`] naming the field, and the caller answers with a `Server`
+//! fault instead. Nothing is stripped or replaced in data.
+//!
+//! Fault texts are the one exception: a fault must always be writable, so in `faultstring` /
+//! `Reason/Text` and `MetadataFault/message` such characters are written as the visible
+//! escape `\u{XXXX}` (documented, not silent).
+//!
+//! # Streaming
+//!
+//! [`ResponseWriter`] writes the envelope head, then one item (schema name, attribute, entry,
+//! result row) at a time, then the tail, so a server can flush `out` between items. Each item
+//! is written atomically: when it fails, `out` is left as it was before that item. A server
+//! that has already sent part of a streamed response cannot turn it into a fault any more; it
+//! must then abort the response (e.g. reset the connection or end a chunked body early).
+
+use bytes::Bytes;
+
+use crate::error::{FaultCode, SoapError};
+use crate::model::{Attribute, Entry, MDResult, NAMESPACE, Operation, Request, Response, Row};
+use crate::version::SoapVersion;
+use crate::xml::XSI_NS;
+
+/// A catalogue error to be sent as a SOAP fault with a `MetadataFault` detail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// The catalogue's numeric error code (AMGA table).
+    pub code: u16,
+    /// `AuthorizationException`, `ExistsException`, `NotExistsException`,
+    /// `InvalidArgumentException` or `InternalException`.
+    pub kind: String,
+    /// Human-readable text, also used as `faultstring` / `Reason/Text`.
+    pub message: String,
+    /// `true` → `Client`/`Sender`, `false` → `Server`/`Receiver`.
+    pub client_error: bool,
+}
+
+impl Fault {
+    pub fn new(code: u16, kind: impl Into<String>, message: impl Into<String>, client_error: bool) -> Self {
+        Fault { code, kind: kind.into(), message: message.into(), client_error }
+    }
+
+    pub fn fault_code(&self) -> FaultCode {
+        if self.client_error { FaultCode::Client } else { FaultCode::Server }
+    }
+
+    /// SOAP 1.1: 500 for every fault (WS-I BP R1126). SOAP 1.2: 400 for `Sender`, 500 for
+    /// `Receiver`.
+    pub fn http_status(&self, version: SoapVersion) -> u16 {
+        self.fault_code().http_status(version)
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Escaping
+
+/// Appends `s` escaped for element content; refuses characters XML 1.0 cannot carry.
+fn text(out: &mut Vec<u8>, s: &str, field: &str) -> Result<(), SoapError> {
+    let b = s.as_bytes();
+    let mut last = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let rep: &[u8] = match c {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' => b"&quot;",
+            b'\'' => b"&apos;",
+            b'\r' => b"&#13;",
+            b'\t' | b'\n' => continue,
+            0..=0x1F => return Err(unrepresentable(field, c as u32)),
+            0xEF if b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)) => {
+                return Err(unrepresentable(field, 0xFFFE + u32::from(b[i + 2] - 0xBE)));
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&b[last..i]);
+        out.extend_from_slice(rep);
+        last = i + 1;
+    }
+    out.extend_from_slice(&b[last..]);
+    Ok(())
+}
+
+fn unrepresentable(field: &str, cp: u32) -> SoapError {
+    SoapError::Unserializable(format!("value of '{field}' contains U+{cp:04X}, which XML 1.0 cannot represent"))
+}
+
+/// Escapes for element content, writing forbidden characters as the visible text `\u{XXXX}`.
+/// Used for fault texts only.
+fn lossy_text(out: &mut Vec<u8>, s: &str) {
+    for ch in s.chars() {
+        if crate::xml::is_forbidden_char(ch) {
+            out.extend_from_slice(format!("\\u{{{:04X}}}", ch as u32).as_bytes());
+        } else {
+            let mut buf = [0u8; 4];
+            // A single char never contains a forbidden character, so this cannot fail.
+            let _ = text(out, ch.encode_utf8(&mut buf), "");
+        }
+    }
+}
+
+/// Escapes for a double-quoted attribute value (also tab/LF/CR, which attribute-value
+/// normalization would otherwise turn into spaces).
+pub(crate) fn attr_value(out: &mut Vec<u8>, s: &str) {
+    for ch in s.chars() {
+        match ch {
+            '&' => out.extend_from_slice(b"&amp;"),
+            '<' => out.extend_from_slice(b"&lt;"),
+            '>' => out.extend_from_slice(b"&gt;"),
+            '"' => out.extend_from_slice(b"&quot;"),
+            '\'' => out.extend_from_slice(b"&apos;"),
+            '\t' => out.extend_from_slice(b"&#9;"),
+            '\n' => out.extend_from_slice(b"&#10;"),
+            '\r' => out.extend_from_slice(b"&#13;"),
+            c if crate::xml::is_forbidden_char(c) => {
+                out.extend_from_slice(format!("\\u{{{:04X}}}", c as u32).as_bytes());
+            }
+            c => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Building blocks
+
+fn envelope_head(version: SoapVersion, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<soap:Envelope xmlns:soap=\"");
+    out.extend_from_slice(version.envelope_namespace().as_bytes());
+    out.extend_from_slice(b"\" xmlns:xsi=\"");
+    out.extend_from_slice(XSI_NS.as_bytes());
+    out.extend_from_slice(b"\">");
+}
+
+const ENVELOPE_TAIL: &[u8] = b"</soap:Body></soap:Envelope>";
+
+fn open(out: &mut Vec<u8>, name: &str) {
+    out.push(b'<');
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'>');
+}
+
+fn close(out: &mut Vec<u8>, name: &str) {
+    out.extend_from_slice(b"</");
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'>');
+}
+
+fn wrapper_open(out: &mut Vec<u8>, name: &str) {
+    out.push(b'<');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b" xmlns=\"");
+    out.extend_from_slice(NAMESPACE.as_bytes());
+    out.extend_from_slice(b"\">");
+}
+
+fn simple(out: &mut Vec<u8>, name: &str, value: &str, field: &str) -> Result<(), SoapError> {
+    open(out, name);
+    text(out, value, field)?;
+    close(out, name);
+    Ok(())
+}
+
+fn nil(out: &mut Vec<u8>, name: &str) {
+    out.push(b'<');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b" xsi:nil=\"true\"/>");
+}
+
+fn int(out: &mut Vec<u8>, name: &str, v: u32) -> Result<(), SoapError> {
+    if v > i32::MAX as u32 {
+        return Err(SoapError::Unserializable(format!("'{name}' = {v} does not fit xs:int")));
+    }
+    open(out, name);
+    out.extend_from_slice(v.to_string().as_bytes());
+    close(out, name);
+    Ok(())
+}
+
+/// How `Attribute::value == None` is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NoneValue {
+    /// Omit `<value>` (schema definitions: describeSchema, listAttributes, createSchema, ...).
+    Omit,
+    /// `<value xsi:nil="true"/>` (values: entries, setAttributes).
+    Nil,
+}
+
+fn attribute(out: &mut Vec<u8>, a: &Attribute, none: NoneValue, path: &str) -> Result<(), SoapError> {
+    open(out, "attribute");
+    simple(out, "name", &a.name, &format!("{path}attribute/name"))?;
+    if let Some(t) = &a.attr_type {
+        simple(out, "type", t, &format!("{path}attribute/type"))?;
+    }
+    match (&a.value, none) {
+        (Some(v), _) => simple(out, "value", v, &format!("{path}attribute/value"))?,
+        (None, NoneValue::Nil) => nil(out, "value"),
+        (None, NoneValue::Omit) => {}
+    }
+    close(out, "attribute");
+    Ok(())
+}
+
+fn entry(out: &mut Vec<u8>, e: &Entry) -> Result<(), SoapError> {
+    open(out, "entry");
+    simple(out, "name", &e.name, "entry/name")?;
+    for a in &e.attributes {
+        attribute(out, a, NoneValue::Nil, "entry/")?;
+    }
+    close(out, "entry");
+    Ok(())
+}
+
+fn row<I, S>(out: &mut Vec<u8>, values: I) -> Result<(), SoapError>
+where
+    I: IntoIterator<Item = Option<S>>,
+    S: AsRef<str>,
+{
+    open(out, "row");
+    for v in values {
+        match v {
+            Some(v) => simple(out, "value", v.as_ref(), "row/value")?,
+            None => nil(out, "value"),
+        }
+    }
+    close(out, "row");
+    Ok(())
+}
+
+/// Runs `f`; on error restores `out` to its length before the call.
+fn atomic(out: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>) -> Result<(), SoapError>) -> Result<(), SoapError> {
+    let mark = out.len();
+    let r = f(out);
+    if r.is_err() {
+        out.truncate(mark);
+    }
+    r
+}
+
+// ----------------------------------------------------------------------------------------------
+// Streaming response writer
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Inside the wrapper, items may follow.
+    Items,
+    /// query/nextQuery: `<result>` opened, head (token, columns) not yet written.
+    ResultHead,
+    /// query/nextQuery: head written, rows may follow.
+    Rows,
+}
+
+/// Writes one response incrementally: [`begin`](Self::begin), items, then
+/// [`finish`](Self::finish) or [`finish_result`](Self::finish_result).
+///
+/// Which item methods are valid depends on the operation:
+///
+/// | operation | items | end |
+/// |---|---|---|
+/// | listSchemas | [`schema_name`](Self::schema_name) | `finish` |
+/// | describeSchema, listAttributes | [`attribute`](Self::attribute) | `finish` |
+/// | getAttributes | [`entry`](Self::entry) | `finish` |
+/// | query, nextQuery | [`result_head`](Self::result_head) once, then [`row`](Self::row) | `finish_result(more)` |
+/// | all others | — (use [`write_response`]) | `finish` (empty wrapper only) |
+///
+/// Using an item method that does not belong to the operation returns
+/// [`SoapError::Unserializable`] and writes nothing.
+#[derive(Debug)]
+pub struct ResponseWriter {
+    op: Operation,
+    stage: Stage,
+}
+
+impl ResponseWriter {
+    /// Writes the XML declaration, `Envelope`, `Body` and the response wrapper's start tag
+    /// (for query/nextQuery also `<result>`).
+    pub fn begin(version: SoapVersion, op: Operation, out: &mut Vec<u8>) -> ResponseWriter {
+        envelope_head(version, out);
+        out.extend_from_slice(b"<soap:Body>");
+        wrapper_open(out, op.response_name());
+        let stage = if matches!(op, Operation::Query | Operation::NextQuery) {
+            open(out, "result");
+            Stage::ResultHead
+        } else {
+            Stage::Items
+        };
+        ResponseWriter { op, stage }
+    }
+
+    pub fn operation(&self) -> Operation {
+        self.op
+    }
+
+    fn expect(&self, ok: bool, what: &str) -> Result<(), SoapError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(SoapError::Unserializable(format!("{what} is not valid in {} at this point", self.op.response_name())))
+        }
+    }
+
+    /// listSchemas: one `<schemaName>`.
+    pub fn schema_name(&mut self, name: &str, out: &mut Vec<u8>) -> Result<(), SoapError> {
+        self.expect(self.op == Operation::ListSchemas && self.stage == Stage::Items, "schemaName")?;
+        atomic(out, |out| simple(out, "schemaName", name, "schemaName"))
+    }
+
+    /// describeSchema / listAttributes: one `<attribute>`; `value: None` is omitted.
+    pub fn attribute(&mut self, a: &Attribute, out: &mut Vec<u8>) -> Result<(), SoapError> {
+        self.expect(
+            matches!(self.op, Operation::DescribeSchema | Operation::ListAttributes) && self.stage == Stage::Items,
+            "attribute",
+        )?;
+        atomic(out, |out| attribute(out, a, NoneValue::Omit, ""))
+    }
+
+    /// getAttributes: one `<entry>`; attribute `value: None` is written as `xsi:nil`.
+    pub fn entry(&mut self, e: &Entry, out: &mut Vec<u8>) -> Result<(), SoapError> {
+        self.expect(self.op == Operation::GetAttributes && self.stage == Stage::Items, "entry")?;
+        atomic(out, |out| entry(out, e))
+    }
+
+    /// query / nextQuery: `<token>` (if any) and the `<column>`s. Must come before any row.
+    pub fn result_head<S: AsRef<str>>(
+        &mut self,
+        token: Option<&str>,
+        columns: &[S],
+        out: &mut Vec<u8>,
+    ) -> Result<(), SoapError> {
+        self.expect(self.stage == Stage::ResultHead, "result head")?;
+        atomic(out, |out| {
+            if let Some(t) = token {
+                simple(out, "token", t, "result/token")?;
+            }
+            for c in columns {
+                simple(out, "column", c.as_ref(), "result/column")?;
+            }
+            Ok(())
+        })?;
+        self.stage = Stage::Rows;
+        Ok(())
+    }
+
+    /// query / nextQuery: one `<row>`; `None` values are written as `xsi:nil`.
+    pub fn row<I, S>(&mut self, values: I, out: &mut Vec<u8>) -> Result<(), SoapError>
+    where
+        I: IntoIterator<Item = Option<S>>,
+        S: AsRef<str>,
+    {
+        self.expect(self.stage == Stage::Rows, "row (before result_head?)")?;
+        atomic(out, |out| row(out, values))
+    }
+
+    /// Closes the wrapper, Body and Envelope (all operations except query/nextQuery).
+    pub fn finish(self, out: &mut Vec<u8>) -> Result<(), SoapError> {
+        self.expect(self.stage == Stage::Items, "finish (query results end with finish_result)")?;
+        close(out, self.op.response_name());
+        out.extend_from_slice(ENVELOPE_TAIL);
+        Ok(())
+    }
+
+    /// query / nextQuery: writes `<more>`, closes `<result>`, the wrapper, Body and Envelope.
+    /// Writes the (empty) head first if [`result_head`](Self::result_head) was not called.
+    pub fn finish_result(mut self, more: bool, out: &mut Vec<u8>) -> Result<(), SoapError> {
+        if self.stage == Stage::ResultHead {
+            self.result_head::<&str>(None, &[], out)?;
+        }
+        self.expect(self.stage == Stage::Rows, "finish_result")?;
+        open(out, "more");
+        out.extend_from_slice(if more { b"true" } else { b"false" });
+        close(out, "more");
+        close(out, "result");
+        close(out, self.op.response_name());
+        out.extend_from_slice(ENVELOPE_TAIL);
+        Ok(())
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Whole responses
+
+/// Writes a complete response envelope. On error `out` is left as it was.
+pub fn write_response(version: SoapVersion, response: &Response, out: &mut Vec<u8>) -> Result<(), SoapError> {
+    atomic(out, |out| write_response_inner(version, response, out))
+}
+
+fn write_response_inner(version: SoapVersion, response: &Response, out: &mut Vec<u8>) -> Result<(), SoapError> {
+    let op = response.operation();
+    // Fixed-shape responses are written directly inside the wrapper.
+    let mut w = ResponseWriter::begin(version, op, out);
+    match response {
+        Response::Ping
+        | Response::CreateSchema
+        | Response::DropSchema
+        | Response::AddSchemaAttributes
+        | Response::RemoveSchemaAttributes
+        | Response::EndQuery => {}
+        Response::GetVersion { version } => simple(out, "version", version, "version")?,
+        Response::ListSchemas { schema_names } => {
+            for n in schema_names {
+                w.schema_name(n, out)?;
+            }
+        }
+        Response::DescribeSchema { attributes } | Response::ListAttributes { attributes } => {
+            for a in attributes {
+                w.attribute(a, out)?;
+            }
+        }
+        Response::CreateEntry { created } => int(out, "created", *created)?,
+        Response::RemoveEntry { removed } => int(out, "removed", *removed)?,
+        Response::SetAttributes { updated } => int(out, "updated", *updated)?,
+        Response::ClearAttributes { cleared } => int(out, "cleared", *cleared)?,
+        Response::GetAttributes { entries } => {
+            for e in entries {
+                w.entry(e, out)?;
+            }
+        }
+        Response::Query(r) | Response::NextQuery(r) => {
+            return write_result(w, r, out);
+        }
+    }
+    w.finish(out)
+}
+
+fn write_result(mut w: ResponseWriter, r: &MDResult, out: &mut Vec<u8>) -> Result<(), SoapError> {
+    w.result_head(r.token.as_deref(), &r.columns, out)?;
+    for Row { values } in &r.rows {
+        w.row(values.iter().map(Option::as_deref), out)?;
+    }
+    w.finish_result(r.more, out)
+}
+
+/// [`write_response`] into a fresh buffer.
+pub fn response_bytes(version: SoapVersion, response: &Response) -> Result<Bytes, SoapError> {
+    let mut out = Vec::with_capacity(512);
+    write_response(version, response, &mut out)?;
+    Ok(Bytes::from(out))
+}
+
+// ----------------------------------------------------------------------------------------------
+// Faults
+
+fn fault_start(version: SoapVersion, code: FaultCode, reason: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"<soap:Fault>");
+    match version {
+        SoapVersion::V11 => {
+            out.extend_from_slice(b"<faultcode>soap:");
+            out.extend_from_slice(code.local_name(version).as_bytes());
+            out.extend_from_slice(b"</faultcode><faultstring>");
+            lossy_text(out, reason);
+            out.extend_from_slice(b"</faultstring>");
+        }
+        SoapVersion::V12 => {
+            out.extend_from_slice(b"<soap:Code><soap:Value>soap:");
+            out.extend_from_slice(code.local_name(version).as_bytes());
+            out.extend_from_slice(b"</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang=\"en\">");
+            lossy_text(out, reason);
+            out.extend_from_slice(b"</soap:Text></soap:Reason>");
+        }
+    }
+}
+
+/// Writes a catalogue fault: `Client`/`Server` (1.1) or `Sender`/`Receiver` (1.2) with
+/// `faultstring`/`Reason` = message and a `MetadataFault` detail.
+pub fn write_fault(version: SoapVersion, fault: &Fault, out: &mut Vec<u8>) {
+    envelope_head(version, out);
+    out.extend_from_slice(b"<soap:Body>");
+    fault_start(version, fault.fault_code(), &fault.message, out);
+    out.extend_from_slice(match version {
+        SoapVersion::V11 => b"<detail>",
+        SoapVersion::V12 => b"<soap:Detail>",
+    });
+    wrapper_open(out, "MetadataFault");
+    open(out, "code");
+    out.extend_from_slice(fault.code.to_string().as_bytes());
+    close(out, "code");
+    open(out, "kind");
+    lossy_text(out, &fault.kind);
+    close(out, "kind");
+    open(out, "message");
+    lossy_text(out, &fault.message);
+    close(out, "message");
+    close(out, "MetadataFault");
+    out.extend_from_slice(match version {
+        SoapVersion::V11 => b"</detail>",
+        SoapVersion::V12 => b"</soap:Detail>",
+    });
+    out.extend_from_slice(b"</soap:Fault>");
+    out.extend_from_slice(ENVELOPE_TAIL);
+}
+
+/// Writes a protocol-level fault for a [`SoapError`] (parse errors, `MustUnderstand`,
+/// `VersionMismatch`, unserializable responses), without a `MetadataFault` detail.
+///
+/// SOAP 1.2 extras: a `MustUnderstand` fault carries a `NotUnderstood` header block naming the
+/// block, and a `VersionMismatch` fault carries an `Upgrade` header block listing both
+/// supported envelopes. Choose `version` with [`SoapError::fault_version`].
+pub fn write_error_fault(version: SoapVersion, error: &SoapError, out: &mut Vec<u8>) {
+    envelope_head(version, out);
+    if version == SoapVersion::V12 {
+        match error {
+            SoapError::MustUnderstand { namespace, local_name } => {
+                out.extend_from_slice(b"<soap:Header><soap:NotUnderstood qname=\"nu:");
+                attr_value(out, local_name);
+                out.extend_from_slice(b"\" xmlns:nu=\"");
+                attr_value(out, namespace);
+                out.extend_from_slice(b"\"/></soap:Header>");
+            }
+            SoapError::VersionMismatch { .. } => {
+                out.extend_from_slice(b"<soap:Header><soap:Upgrade>");
+                out.extend_from_slice(b"<soap:SupportedEnvelope qname=\"s12:Envelope\" xmlns:s12=\"");
+                out.extend_from_slice(SoapVersion::V12.envelope_namespace().as_bytes());
+                out.extend_from_slice(b"\"/><soap:SupportedEnvelope qname=\"s11:Envelope\" xmlns:s11=\"");
+                out.extend_from_slice(SoapVersion::V11.envelope_namespace().as_bytes());
+                out.extend_from_slice(b"\"/></soap:Upgrade></soap:Header>");
+            }
+            _ => {}
+        }
+    }
+    out.extend_from_slice(b"<soap:Body>");
+    fault_start(version, error.fault_code(), &error.message(), out);
+    out.extend_from_slice(b"</soap:Fault>");
+    out.extend_from_slice(ENVELOPE_TAIL);
+}
+
+/// [`write_fault`] into a fresh buffer.
+pub fn fault_bytes(version: SoapVersion, fault: &Fault) -> Bytes {
+    let mut out = Vec::with_capacity(512);
+    write_fault(version, fault, &mut out);
+    Bytes::from(out)
+}
+
+/// [`write_error_fault`] into a fresh buffer.
+pub fn error_fault_bytes(version: SoapVersion, error: &SoapError) -> Bytes {
+    let mut out = Vec::with_capacity(512);
+    write_error_fault(version, error, &mut out);
+    Bytes::from(out)
+}
+
+// ----------------------------------------------------------------------------------------------
+// Requests (client side; also used for round-trip tests)
+
+/// Writes a request envelope as a WSDL-conformant client would (default-namespace style).
+/// `Attribute::value == None` is written as `xsi:nil` in `setAttributes` and `createEntry`
+/// (values) and omitted elsewhere (schema definitions). On error `out` is left as it was.
+pub fn write_request(version: SoapVersion, request: &Request, out: &mut Vec<u8>) -> Result<(), SoapError> {
+    atomic(out, |out| write_request_inner(version, request, out))
+}
+
+fn write_request_inner(version: SoapVersion, request: &Request, out: &mut Vec<u8>) -> Result<(), SoapError> {
+    let op = request.operation();
+    envelope_head(version, out);
+    out.extend_from_slice(b"<soap:Body>");
+    wrapper_open(out, op.name());
+    let strings = |out: &mut Vec<u8>, name: &str, vs: &[String]| -> Result<(), SoapError> {
+        for v in vs {
+            simple(out, name, v, name)?;
+        }
+        Ok(())
+    };
+    let opt = |out: &mut Vec<u8>, name: &str, v: &Option<String>| -> Result<(), SoapError> {
+        if let Some(v) = v {
+            simple(out, name, v, name)?;
+        }
+        Ok(())
+    };
+    let attrs = |out: &mut Vec<u8>, vs: &[Attribute], none: NoneValue| -> Result<(), SoapError> {
+        for a in vs {
+            attribute(out, a, none, "")?;
+        }
+        Ok(())
+    };
+    let page = |out: &mut Vec<u8>, p: &Option<u32>| {
+        if let Some(p) = p {
+            open(out, "pageSize");
+            out.extend_from_slice(p.to_string().as_bytes());
+            close(out, "pageSize");
+        }
+    };
+    match request {
+        Request::Ping | Request::GetVersion => {}
+        Request::CreateSchema { schema_name, attributes, plain } => {
+            simple(out, "schemaName", schema_name, "schemaName")?;
+            attrs(out, attributes, NoneValue::Omit)?;
+            if *plain {
+                out.extend_from_slice(b"<plain>true</plain>");
+            }
+        }
+        Request::DropSchema { schema_name } | Request::DescribeSchema { schema_name } => {
+            simple(out, "schemaName", schema_name, "schemaName")?;
+        }
+        Request::AddSchemaAttributes { schema_name, attributes } => {
+            simple(out, "schemaName", schema_name, "schemaName")?;
+            attrs(out, attributes, NoneValue::Omit)?;
+        }
+        Request::RemoveSchemaAttributes { schema_name, attribute_names } => {
+            simple(out, "schemaName", schema_name, "schemaName")?;
+            strings(out, "attributeName", attribute_names)?;
+        }
+        Request::ListSchemas { path } => opt(out, "path", path)?,
+        Request::CreateEntry { schema_name, entries } => {
+            simple(out, "schemaName", schema_name, "schemaName")?;
+            for e in entries {
+                entry(out, e)?;
+            }
+        }
+        Request::RemoveEntry { pattern, condition } => {
+            simple(out, "pattern", pattern, "pattern")?;
+            opt(out, "condition", condition)?;
+        }
+        Request::SetAttributes { pattern, condition, attributes } => {
+            simple(out, "pattern", pattern, "pattern")?;
+            opt(out, "condition", condition)?;
+            attrs(out, attributes, NoneValue::Nil)?;
+        }
+        Request::GetAttributes { entry_names, attribute_names } => {
+            strings(out, "entryName", entry_names)?;
+            strings(out, "attributeName", attribute_names)?;
+        }
+        Request::ClearAttributes { pattern, attribute_names } => {
+            simple(out, "pattern", pattern, "pattern")?;
+            strings(out, "attributeName", attribute_names)?;
+        }
+        Request::ListAttributes { entry_name } => simple(out, "entryName", entry_name, "entryName")?,
+        Request::Query { select, condition, order_by, page_size } => {
+            strings(out, "select", select)?;
+            opt(out, "condition", condition)?;
+            opt(out, "orderBy", order_by)?;
+            page(out, page_size);
+        }
+        Request::NextQuery { token, page_size } => {
+            simple(out, "token", token, "token")?;
+            page(out, page_size);
+        }
+        Request::EndQuery { token } => simple(out, "token", token, "token")?,
+    }
+    close(out, op.name());
+    out.extend_from_slice(ENVELOPE_TAIL);
+    Ok(())
+}

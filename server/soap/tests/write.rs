@@ -1,0 +1,355 @@
+//! Response, fault and request serialization.
+
+mod common;
+
+use ardacat_soap::{
+    Attribute, Entry, Fault, FaultCode, Limits, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError,
+    SoapVersion, error_fault_bytes, fault_bytes, parse_request, response_bytes, write_error_fault, write_fault,
+    write_request, write_response,
+};
+use common::*;
+
+const V11: SoapVersion = SoapVersion::V11;
+const V12: SoapVersion = SoapVersion::V12;
+const XSI: &str = "http://www.w3.org/2001/XMLSchema-instance";
+
+fn s(v: &str) -> String {
+    v.to_string()
+}
+
+#[test]
+fn soap11_fault_bytes() {
+    let f = Fault::new(4, "AuthorizationException", "permission denied: /a <b> & 'c'", true);
+    let mut out = Vec::new();
+    write_fault(V11, &f, &mut out);
+    let expected = concat!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+        "<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">",
+        "<soap:Body><soap:Fault><faultcode>soap:Client</faultcode>",
+        "<faultstring>permission denied: /a &lt;b&gt; &amp; &apos;c&apos;</faultstring>",
+        "<detail><MetadataFault xmlns=\"urn:ardacat:metadata:1\"><code>4</code><kind>AuthorizationException</kind>",
+        "<message>permission denied: /a &lt;b&gt; &amp; &apos;c&apos;</message></MetadataFault></detail>",
+        "</soap:Fault></soap:Body></soap:Envelope>"
+    );
+    assert_eq!(String::from_utf8(out).unwrap(), expected);
+    assert_eq!(f.http_status(V11), 500);
+    assert_eq!(f.fault_code(), FaultCode::Client);
+}
+
+#[test]
+fn soap12_fault_bytes() {
+    let f = Fault::new(99, "InternalException", "internal server error", false);
+    let out = fault_bytes(V12, &f);
+    let expected = concat!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+        "<soap:Envelope xmlns:soap=\"http://www.w3.org/2003/05/soap-envelope\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">",
+        "<soap:Body><soap:Fault><soap:Code><soap:Value>soap:Receiver</soap:Value></soap:Code>",
+        "<soap:Reason><soap:Text xml:lang=\"en\">internal server error</soap:Text></soap:Reason>",
+        "<soap:Detail><MetadataFault xmlns=\"urn:ardacat:metadata:1\"><code>99</code><kind>InternalException</kind>",
+        "<message>internal server error</message></MetadataFault></soap:Detail>",
+        "</soap:Fault></soap:Body></soap:Envelope>"
+    );
+    assert_eq!(std::str::from_utf8(&out).unwrap(), expected);
+    assert_eq!(f.http_status(V12), 500);
+    let sender = Fault::new(15, "ExistsException", "/a: exists", true);
+    assert_eq!(sender.http_status(V12), 400);
+    let fault = body_child(&fault_bytes(V12, &sender), V12);
+    assert_eq!(fault.child("Code").child("Value").text, "soap:Sender");
+    let md = fault.child("Detail").child("MetadataFault");
+    assert_eq!(md.ns.as_deref(), Some(NS));
+    assert_eq!(md.child("code").text, "15");
+    assert_eq!(md.child("kind").text, "ExistsException");
+    assert_eq!(md.child("message").text, "/a: exists");
+}
+
+#[test]
+fn fault_texts_never_fail_and_show_forbidden_chars_visibly() {
+    let f = Fault::new(18, "InvalidArgumentException", "bad value \u{1}x\r\n", true);
+    let fault = body_child(&fault_bytes(V11, &f), V11);
+    assert_eq!(fault.child("faultstring").text, "bad value \\u{0001}x\r\n");
+    // faultcode etc. are unqualified (WS-I R1001)
+    assert_eq!(fault.child("faultcode").ns, None);
+    assert_eq!(fault.child("detail").ns, None);
+}
+
+#[test]
+fn protocol_faults() {
+    // Client fault from a parse error, SOAP 1.1: no detail.
+    let e = SoapError::MissingElement { parent: "dropSchema".into(), element: "schemaName".into() };
+    let fault = body_child(&error_fault_bytes(V11, &e), V11);
+    assert_eq!(fault.child("faultcode").text, "soap:Client");
+    assert_eq!(fault.child("faultstring").text, "missing required element 'schemaName' in 'dropSchema'");
+    assert!(fault.all("detail").is_empty());
+
+    // MustUnderstand, SOAP 1.2: NotUnderstood header block with a resolvable qname.
+    let e = SoapError::MustUnderstand { namespace: "urn:wsse".into(), local_name: "Security".into() };
+    let mut out = Vec::new();
+    write_error_fault(V12, &e, &mut out);
+    let env = dom(&out);
+    let nu = env.child("Header").child("NotUnderstood");
+    assert_eq!(nu.attr(None, "qname"), Some("nu:Security"));
+    let text = String::from_utf8(out.clone()).unwrap();
+    assert!(text.contains("xmlns:nu=\"urn:wsse\""), "{text}");
+    let fault = env.child("Body").child("Fault");
+    assert_eq!(fault.child("Code").child("Value").text, "soap:MustUnderstand");
+    assert_eq!(e.http_status(V12), 500);
+
+    // MustUnderstand, SOAP 1.1
+    let fault = body_child(&error_fault_bytes(V11, &e), V11);
+    assert_eq!(fault.child("faultcode").text, "soap:MustUnderstand");
+
+    // VersionMismatch, SOAP 1.2: Upgrade header lists both envelopes.
+    let e = SoapError::VersionMismatch { expected: V12, found: "x".into(), found_version: None };
+    let env = dom(&error_fault_bytes(V12, &e));
+    let supported = env.child("Header").child("Upgrade").all("SupportedEnvelope");
+    assert_eq!(supported.len(), 2);
+    assert_eq!(env.child("Body").child("Fault").child("Code").child("Value").text, "soap:VersionMismatch");
+    let fault = body_child(&error_fault_bytes(V11, &e), V11);
+    assert_eq!(fault.child("faultcode").text, "soap:VersionMismatch");
+
+    // Server-side serialization failure.
+    let e = SoapError::Unserializable("x".into());
+    assert_eq!(e.fault_code(), FaultCode::Server);
+    let fault = body_child(&error_fault_bytes(V12, &e), V12);
+    assert_eq!(fault.child("Code").child("Value").text, "soap:Receiver");
+    assert_eq!(
+        fault.child("Reason").child("Text").attr(Some("http://www.w3.org/XML/1998/namespace"), "lang"),
+        Some("en")
+    );
+}
+
+fn sample_entries() -> Vec<Entry> {
+    vec![
+        Entry {
+            name: s("/a/f1"),
+            attributes: vec![
+                Attribute { name: s("size"), attr_type: None, value: Some(s("10")) },
+                Attribute { name: s("owner"), attr_type: None, value: None },
+                Attribute { name: s("note"), attr_type: Some(s("text")), value: Some(s("<&>\"' \r\n\t")) },
+            ],
+        },
+        Entry { name: s("/a/f2"), attributes: vec![] },
+    ]
+}
+
+fn sample_result() -> MDResult {
+    MDResult {
+        token: Some(s("q-1")),
+        columns: vec![s("/a:size"), s("/a:owner")],
+        rows: vec![
+            Row { values: vec![Some(s("10")), None] },
+            Row { values: vec![Some(s("")), Some(s("bob & alice"))] },
+        ],
+        more: true,
+    }
+}
+
+#[test]
+fn responses_have_the_wsdl_shape() {
+    for v in [V11, V12] {
+        let r = body_child(&response_bytes(v, &Response::Ping).unwrap(), v);
+        assert_eq!((r.ns.as_deref(), r.name.as_str(), r.children.len()), (Some(NS), "pingResponse", 0));
+
+        let r = body_child(&response_bytes(v, &Response::GetVersion { version: s("ardacat 0.1") }).unwrap(), v);
+        assert_eq!(r.child("version").text, "ardacat 0.1");
+        assert_eq!(r.child("version").ns.as_deref(), Some(NS));
+
+        for (resp, name, field, n) in [
+            (Response::CreateEntry { created: 3 }, "createEntryResponse", "created", "3"),
+            (Response::RemoveEntry { removed: 0 }, "removeEntryResponse", "removed", "0"),
+            (Response::SetAttributes { updated: 7 }, "setAttributesResponse", "updated", "7"),
+            (Response::ClearAttributes { cleared: 2147483647 }, "clearAttributesResponse", "cleared", "2147483647"),
+        ] {
+            let r = body_child(&response_bytes(v, &resp).unwrap(), v);
+            assert_eq!(r.name, name);
+            assert_eq!(r.child(field).text, n);
+        }
+
+        let r =
+            body_child(&response_bytes(v, &Response::ListSchemas { schema_names: vec![s("/a"), s("/b")] }).unwrap(), v);
+        assert_eq!(r.all("schemaName").iter().map(|n| n.text.as_str()).collect::<Vec<_>>(), ["/a", "/b"]);
+
+        let attrs = vec![Attribute::typed("size", "int"), Attribute::named("owner")];
+        for resp in [
+            Response::DescribeSchema { attributes: attrs.clone() },
+            Response::ListAttributes { attributes: attrs.clone() },
+        ] {
+            let r = body_child(&response_bytes(v, &resp).unwrap(), v);
+            let a = r.all("attribute");
+            assert_eq!(a.len(), 2);
+            assert_eq!(a[0].child("name").text, "size");
+            assert_eq!(a[0].child("type").text, "int");
+            assert!(a[0].all("value").is_empty(), "None values are omitted in schema listings");
+            assert!(a[1].all("type").is_empty());
+        }
+
+        let r = body_child(&response_bytes(v, &Response::GetAttributes { entries: sample_entries() }).unwrap(), v);
+        assert_eq!(r.name, "getAttributesResponse");
+        let e = r.all("entry");
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].child("name").text, "/a/f1");
+        let a = e[0].all("attribute");
+        assert_eq!(a[0].child("value").text, "10");
+        assert!(a[1].child("value").is_nil(), "None entry values are xsi:nil");
+        assert_eq!(a[2].child("value").text, "<&>\"' \r\n\t", "escaping round-trips, CR included");
+        assert!(e[1].all("attribute").is_empty());
+
+        for (resp, name) in [
+            (Response::Query(sample_result()), "queryResponse"),
+            (Response::NextQuery(sample_result()), "nextQueryResponse"),
+        ] {
+            let r = body_child(&response_bytes(v, &resp).unwrap(), v);
+            assert_eq!(r.name, name);
+            let res = r.child("result");
+            assert_eq!(res.child("token").text, "q-1");
+            assert_eq!(res.all("column").len(), 2);
+            let rows = res.all("row");
+            assert_eq!(rows.len(), 2);
+            let vals = rows[0].all("value");
+            assert_eq!(vals[0].text, "10");
+            assert!(vals[1].is_nil());
+            assert_eq!(vals[1].attr(Some(XSI), "nil"), Some("true"));
+            assert_eq!(rows[1].all("value")[1].text, "bob & alice");
+            assert_eq!(res.child("more").text, "true");
+            // element order inside MDResult: token, column*, row*, more
+            let order: Vec<_> = res.children.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(order, ["token", "column", "column", "row", "row", "more"]);
+        }
+        let empty = Response::Query(MDResult::default());
+        let res = body_child(&response_bytes(v, &empty).unwrap(), v);
+        let order: Vec<_> = res.child("result").children.iter().map(|c| c.name.clone()).collect();
+        assert_eq!(order, ["more"]);
+
+        for resp in [
+            Response::CreateSchema,
+            Response::DropSchema,
+            Response::AddSchemaAttributes,
+            Response::RemoveSchemaAttributes,
+            Response::EndQuery,
+        ] {
+            let r = body_child(&response_bytes(v, &resp).unwrap(), v);
+            assert_eq!(r.name, resp.operation().response_name());
+            assert!(r.children.is_empty());
+        }
+    }
+}
+
+#[test]
+fn unrepresentable_characters_are_refused_and_output_untouched() {
+    let mut out = b"prefix".to_vec();
+    let bad = Response::GetAttributes {
+        entries: vec![Entry { name: s("e"), attributes: vec![Attribute::with_value("a", Some("x\u{0}y"))] }],
+    };
+    let e = write_response(V11, &bad, &mut out).unwrap_err();
+    assert!(
+        matches!(&e, SoapError::Unserializable(m) if m.contains("U+0000") && m.contains("entry/attribute/value")),
+        "{e}"
+    );
+    assert_eq!(e.fault_code(), FaultCode::Server);
+    assert_eq!(out, b"prefix");
+    for bad in ["\u{1b}[31m", "\u{FFFE}", "\u{FFFF}", "\u{8}"] {
+        let r = Response::GetVersion { version: s(bad) };
+        assert!(matches!(response_bytes(V12, &r), Err(SoapError::Unserializable(_))), "{bad:?}");
+    }
+    // Allowed: tab, LF, CR, all other Unicode including U+FFFD, astral, C1 controls.
+    let ok = "\t\n\r\u{FFFD}\u{1F600}\u{85}\u{7F}";
+    let r = body_child(&response_bytes(V11, &Response::GetVersion { version: s(ok) }).unwrap(), V11);
+    assert_eq!(r.child("version").text, ok);
+    // Counts beyond xs:int.
+    assert!(matches!(
+        response_bytes(V11, &Response::CreateEntry { created: u32::MAX }),
+        Err(SoapError::Unserializable(_))
+    ));
+}
+
+#[test]
+fn streaming_writer_matches_write_response() {
+    for v in [V11, V12] {
+        // getAttributes
+        let entries = sample_entries();
+        let mut streamed = Vec::new();
+        let mut w = ResponseWriter::begin(v, Operation::GetAttributes, &mut streamed);
+        for e in &entries {
+            w.entry(e, &mut streamed).unwrap();
+        }
+        w.finish(&mut streamed).unwrap();
+        assert_eq!(streamed, response_bytes(v, &Response::GetAttributes { entries }).unwrap());
+
+        // query, rows given as borrowed values
+        let res = sample_result();
+        let mut streamed = Vec::new();
+        let mut w = ResponseWriter::begin(v, Operation::Query, &mut streamed);
+        w.result_head(res.token.as_deref(), &res.columns, &mut streamed).unwrap();
+        for r in &res.rows {
+            w.row(r.values.iter().map(|x| x.as_deref()), &mut streamed).unwrap();
+        }
+        w.finish_result(res.more, &mut streamed).unwrap();
+        assert_eq!(streamed, response_bytes(v, &Response::Query(res)).unwrap());
+
+        // listSchemas / describeSchema
+        let mut streamed = Vec::new();
+        let mut w = ResponseWriter::begin(v, Operation::ListSchemas, &mut streamed);
+        w.schema_name("/x", &mut streamed).unwrap();
+        w.finish(&mut streamed).unwrap();
+        assert_eq!(streamed, response_bytes(v, &Response::ListSchemas { schema_names: vec![s("/x")] }).unwrap());
+    }
+}
+
+#[test]
+fn streaming_writer_items_are_atomic_and_checked() {
+    let mut out = Vec::new();
+    let mut w = ResponseWriter::begin(V11, Operation::Query, &mut out);
+    // rows before the head
+    assert!(w.row([Some("a")], &mut out).is_err());
+    // wrong item kind
+    assert!(w.entry(&Entry::default(), &mut out).is_err());
+    w.result_head(None, &["c"], &mut out).unwrap();
+    w.row([Some("ok")], &mut out).unwrap();
+    let before = out.len();
+    let e = w.row([Some("fine"), Some("bad\u{2}")], &mut out).unwrap_err();
+    assert!(matches!(e, SoapError::Unserializable(_)));
+    assert_eq!(out.len(), before, "a failed row leaves no partial output");
+    w.finish_result(false, &mut out).unwrap();
+    let r = body_child(&out, V11);
+    assert_eq!(r.child("result").all("row").len(), 1);
+
+    let mut out = Vec::new();
+    let w = ResponseWriter::begin(V11, Operation::NextQuery, &mut out);
+    w.finish_result(false, &mut out).unwrap();
+    let r = body_child(&out, V11);
+    assert_eq!(r.child("result").child("more").text, "false");
+
+    let mut out = Vec::new();
+    let w = ResponseWriter::begin(V11, Operation::Query, &mut out);
+    assert!(w.finish(&mut out).is_err(), "query results end with finish_result");
+}
+
+#[test]
+fn written_requests_parse_back() {
+    let reqs = vec![
+        Request::Ping,
+        Request::CreateSchema {
+            schema_name: s("/a"),
+            attributes: vec![
+                Attribute::typed("x", "int"),
+                Attribute { name: s("y"), attr_type: None, value: Some(s("d")) },
+            ],
+            plain: true,
+        },
+        Request::CreateEntry { schema_name: s("/a"), entries: sample_entries() },
+        Request::SetAttributes { pattern: s("p"), condition: Some(s("a<b")), attributes: vec![Attribute::named("n")] },
+        Request::Query { select: vec![s("a")], condition: None, order_by: Some(s("a")), page_size: Some(0) },
+        Request::NextQuery { token: s("t"), page_size: None },
+    ];
+    for v in [V11, V12] {
+        for r in &reqs {
+            let mut out = Vec::new();
+            write_request(v, r, &mut out).unwrap();
+            let back = parse_request(&out, v, &Limits::default()).unwrap();
+            assert_eq!(&back.request, r);
+        }
+    }
+    let mut out = Vec::new();
+    assert!(write_request(V11, &Request::EndQuery { token: s("\u{3}") }, &mut out).is_err());
+    assert!(out.is_empty());
+}

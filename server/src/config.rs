@@ -1,0 +1,209 @@
+//! Server settings: defaults, the TOML config file, environment variables and flags, in that
+//! order of precedence (flags win). Every limit the server enforces is here.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use serde::Deserialize;
+
+/// AMGA's `Sessions = no|allow|force`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionMode {
+    /// Never issue session tokens.
+    No,
+    /// Keep a session for a client that reconnects with `resume<id>` (issued on request).
+    Allow,
+    /// Issue a session token with every reply, so clients reconnect per command.
+    Force,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `sqlite:PATH`, `sqlite::memory:` or `postgres://…`.
+    pub database: String,
+    pub bind: IpAddr,
+    pub tcp_port: u16,
+    pub http_port: u16,
+    pub sessions: SessionMode,
+    /// Idle seconds before a connection or a session is dropped (AMGA's `IdleTimeout`).
+    pub idle_timeout_secs: u64,
+    /// Seconds a client may take for the greeting, options and login block (slowloris guard).
+    pub handshake_timeout_secs: u64,
+    /// Longest accepted command line, in bytes.
+    pub max_line_bytes: usize,
+    /// Most arguments one command line may carry.
+    pub max_args: usize,
+    /// Most simultaneous TCP connections; further ones wait in the kernel backlog.
+    pub max_connections: usize,
+    /// Most `put` lines one `upload` may buffer before `commit`.
+    pub max_upload_entries: usize,
+    /// Failed logins allowed per peer address per minute.
+    pub max_failed_logins_per_minute: u32,
+    /// Database connections in the pool (0: backend default).
+    pub db_pool_size: usize,
+    /// SOAP: largest request body in bytes.
+    pub soap_max_body_bytes: usize,
+    /// SOAP: deepest element nesting.
+    pub soap_max_depth: usize,
+    /// SOAP: most elements in one request.
+    pub soap_max_elements: usize,
+    /// SOAP: rows per `query`/`nextQuery` page when the caller does not say.
+    pub soap_default_page_size: usize,
+    /// SOAP: largest page; larger requests are clamped.
+    pub soap_max_page_size: usize,
+    /// SOAP: seconds a query token stays valid after its last use.
+    pub soap_token_ttl_secs: i64,
+    /// SOAP: accept requests without credentials as user `anonymous`.
+    pub allow_anonymous: bool,
+    /// SOAP: differential deserialization of requests.
+    pub soap_dds: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            database: "sqlite:ardacat.db".into(),
+            bind: IpAddr::from([127, 0, 0, 1]),
+            tcp_port: 8822,
+            http_port: 8823,
+            sessions: SessionMode::Allow,
+            idle_timeout_secs: 1200,
+            handshake_timeout_secs: 30,
+            max_line_bytes: 1 << 20,
+            max_args: 100_000,
+            max_connections: 1024,
+            max_upload_entries: 1_000_000,
+            max_failed_logins_per_minute: 10,
+            db_pool_size: 0,
+            soap_max_body_bytes: 64 << 20,
+            soap_max_depth: 64,
+            soap_max_elements: 1_000_000,
+            soap_default_page_size: 100,
+            soap_max_page_size: 10_000,
+            soap_token_ttl_secs: 1200,
+            allow_anonymous: false,
+            soap_dds: true,
+        }
+    }
+}
+
+/// Command-line flags; each also reads an environment variable.
+#[derive(Debug, Parser)]
+#[command(name = "ardacat-server", version, about = "ardacat metadata catalogue server (AMGA-compatible)")]
+pub struct Flags {
+    /// Database URL: sqlite:PATH (default sqlite:ardacat.db), sqlite::memory: or postgres://…
+    #[arg(long, env = "ARDACAT_DATABASE")]
+    pub database: Option<String>,
+    /// Address to listen on.
+    #[arg(long, env = "ARDACAT_BIND")]
+    pub bind: Option<IpAddr>,
+    /// TCP streaming protocol port (AMGA's 8822; 0 picks a free port).
+    #[arg(long, env = "ARDACAT_TCP_PORT")]
+    pub tcp_port: Option<u16>,
+    /// HTTP (SOAP, WSDL, metrics) port (0 picks a free port).
+    #[arg(long, env = "ARDACAT_HTTP_PORT")]
+    pub http_port: Option<u16>,
+    /// TOML file with any of the settings (see docs/architecture.md).
+    #[arg(long, env = "ARDACAT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Session tokens: no, allow or force.
+    #[arg(long, env = "ARDACAT_SESSIONS")]
+    pub sessions: Option<SessionMode>,
+    /// Idle timeout in seconds.
+    #[arg(long, env = "ARDACAT_IDLE_TIMEOUT")]
+    pub idle_timeout: Option<u64>,
+    /// Longest command line in bytes.
+    #[arg(long, env = "ARDACAT_MAX_LINE")]
+    pub max_line: Option<usize>,
+    /// Maximum simultaneous TCP connections.
+    #[arg(long, env = "ARDACAT_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Differential deserialization of SOAP requests: on or off.
+    #[arg(long, env = "ARDACAT_SOAP_DDS")]
+    pub soap_dds: Option<OnOff>,
+    /// Allow anonymous SOAP requests.
+    #[arg(long, env = "ARDACAT_ALLOW_ANONYMOUS")]
+    pub allow_anonymous: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {0}: {1}")]
+    Read(PathBuf, std::io::Error),
+    #[error("invalid config file {0}: {1}")]
+    Parse(PathBuf, toml::de::Error),
+}
+
+impl Config {
+    /// Defaults, then the config file, then flags and environment.
+    pub fn load(flags: Flags) -> Result<Config, ConfigError> {
+        let mut c = match &flags.config {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| ConfigError::Read(p.clone(), e))?;
+                toml::from_str(&text).map_err(|e| ConfigError::Parse(p.clone(), e))?
+            }
+            None => Config::default(),
+        };
+        if let Some(v) = flags.database {
+            c.database = v;
+        }
+        if let Some(v) = flags.bind {
+            c.bind = v;
+        }
+        if let Some(v) = flags.tcp_port {
+            c.tcp_port = v;
+        }
+        if let Some(v) = flags.http_port {
+            c.http_port = v;
+        }
+        if let Some(v) = flags.sessions {
+            c.sessions = v;
+        }
+        if let Some(v) = flags.idle_timeout {
+            c.idle_timeout_secs = v;
+        }
+        if let Some(v) = flags.max_line {
+            c.max_line_bytes = v;
+        }
+        if let Some(v) = flags.max_connections {
+            c.max_connections = v;
+        }
+        if let Some(v) = flags.soap_dds {
+            c.soap_dds = matches!(v, OnOff::On);
+        }
+        if let Some(v) = flags.allow_anonymous {
+            c.allow_anonymous = v;
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_flags() {
+        let dir = std::env::temp_dir().join(format!("ardacat-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.toml");
+        std::fs::write(&f, "tcp_port = 9000\nsessions = \"force\"\nmax_line_bytes = 4096\n").unwrap();
+        let flags = Flags::parse_from(["x", "--config", f.to_str().unwrap(), "--tcp-port", "9001"]);
+        let c = Config::load(flags).unwrap();
+        assert_eq!(c.tcp_port, 9001);
+        assert_eq!(c.sessions, SessionMode::Force);
+        assert_eq!(c.max_line_bytes, 4096);
+        std::fs::write(&f, "no_such_setting = 1\n").unwrap();
+        let flags = Flags::parse_from(["x", "--config", f.to_str().unwrap()]);
+        assert!(Config::load(flags).is_err());
+    }
+}

@@ -1,0 +1,30 @@
+//! The HTTP frontend: SOAP endpoint, WSDL and metrics on one axum router. (SOAP operations are
+//! wired in `soap`; this module owns the listener and the routes.)
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::tcp::Shared;
+
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let app = Router::new().route("/metrics", get(metrics)).with_state(shared);
+    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await {
+        tracing::error!(error = %e, "http server failed");
+    }
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> String {
+    let mut out = String::new();
+    for (k, v) in shared.stats.snapshot(&shared) {
+        out.push_str(&format!("ardacat_{k} {v}\n"));
+    }
+    out.push_str(&format!("ardacat_db_pool_in_use {}\n", shared.catalogue.store().db().pool_stats().in_use));
+    let _ = shared.stats.commands.load(Ordering::Relaxed);
+    out
+}

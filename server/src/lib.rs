@@ -1,0 +1,105 @@
+//! ardacat-server: wires the catalogue service to its two frontends — the AMGA-compatible TCP
+//! streaming protocol (`tcp`) and SOAP over HTTP (`http`) — and owns start-up and shutdown.
+//! Frontends only translate; every rule lives in ardacat-core, every SQL text in ardacat-store.
+//!
+//! `run` is the one seam `main` and the tests use: it opens and migrates the database, makes
+//! sure `root` exists, binds both listeners, reports their addresses, and serves until the
+//! cancellation token fires.
+
+pub mod config;
+pub mod http;
+pub mod tcp;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ardacat_core::{Catalogue, ServiceConfig};
+use ardacat_store::{Db, DbOptions, SqlStore};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use config::Config;
+
+/// The storage the server runs on.
+pub type Store = SqlStore;
+/// The catalogue handle every frontend holds.
+pub type Cat = Catalogue<Store>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open database: {0}")]
+    Database(#[from] ardacat_store::StoreError),
+    #[error("catalogue: {0}")]
+    Catalogue(#[from] ardacat_core::Error),
+    #[error("cannot listen on {0}: {1}")]
+    Bind(SocketAddr, std::io::Error),
+}
+
+/// Addresses the server actually listens on (ports may have been 0).
+#[derive(Debug, Clone, Copy)]
+pub struct Bound {
+    pub tcp: SocketAddr,
+    pub http: SocketAddr,
+}
+
+/// How the root password was settled at start-up.
+pub enum RootPassword {
+    /// `root` existed already.
+    Existing,
+    /// Created from `ARDACAT_ROOT_PASSWORD`.
+    FromEnv,
+    /// Created with a generated password, to be shown once.
+    Generated(String),
+}
+
+/// Open the database, migrate, create `root` if needed. Separate from `serve` so `main` can
+/// print the generated password before serving.
+pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat, RootPassword), StartError> {
+    let opts = DbOptions { pool_size: config.db_pool_size, ..DbOptions::default() };
+    let db = Db::open(&config.database, opts).await?;
+    db.migrate().await?;
+    let cat = Catalogue::new(SqlStore::new(db), ServiceConfig::default()).await?;
+    let (pw, generated) = match root_password {
+        Some(p) => (p, false),
+        None => {
+            let bytes: [u8; 18] = rand::random();
+            (base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes), true)
+        }
+    };
+    let created = cat.ensure_root(&pw).await?;
+    let how = match (created, generated) {
+        (false, _) => RootPassword::Existing,
+        (true, false) => RootPassword::FromEnv,
+        (true, true) => RootPassword::Generated(pw),
+    };
+    Ok((cat, how))
+}
+
+/// Bind both listeners.
+pub async fn bind(config: &Config) -> Result<(TcpListener, TcpListener, Bound), StartError> {
+    let tcp_addr = SocketAddr::new(config.bind, config.tcp_port);
+    let http_addr = SocketAddr::new(config.bind, config.http_port);
+    let tcp = TcpListener::bind(tcp_addr).await.map_err(|e| StartError::Bind(tcp_addr, e))?;
+    let http = TcpListener::bind(http_addr).await.map_err(|e| StartError::Bind(http_addr, e))?;
+    let bound = Bound {
+        tcp: tcp.local_addr().map_err(|e| StartError::Bind(tcp_addr, e))?,
+        http: http.local_addr().map_err(|e| StartError::Bind(http_addr, e))?,
+    };
+    Ok((tcp, http, bound))
+}
+
+/// Serve both frontends until `shutdown` fires, then drain (bounded) and return.
+pub async fn serve(cat: Cat, config: Config, tcp: TcpListener, http: TcpListener, shutdown: CancellationToken) {
+    let config = Arc::new(config);
+    let shared = Arc::new(tcp::Shared {
+        catalogue: cat.clone(),
+        config: config.clone(),
+        sessions: tcp::session::SessionRegistry::new(Duration::from_secs(config.idle_timeout_secs)),
+        stats: tcp::Stats::default(),
+        login_limiter: tcp::LoginLimiter::new(config.max_failed_logins_per_minute),
+    });
+    let http_task = tokio::spawn(http::serve(http, shared.clone(), shutdown.clone()));
+    tcp::serve(tcp, shared, shutdown).await;
+    let _ = http_task.await;
+}

@@ -1,0 +1,48 @@
+//! `ardacat-server`: parse flags, open the catalogue, serve until SIGINT/SIGTERM.
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use ardacat_server::{Config, RootPassword, bind, config::Flags, open, serve};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let config = Config::load(Flags::parse())?;
+    let root_pw = std::env::var("ARDACAT_ROOT_PASSWORD").ok().filter(|p| !p.is_empty());
+    let (cat, root) = open(&config, root_pw).await?;
+    match root {
+        RootPassword::Generated(pw) => {
+            eprintln!("created user root with generated password: {pw}");
+            eprintln!("(shown once; set ARDACAT_ROOT_PASSWORD on first start to choose it)");
+        }
+        RootPassword::FromEnv => tracing::info!("created user root from ARDACAT_ROOT_PASSWORD"),
+        RootPassword::Existing => {}
+    }
+    let (tcp, http, bound) = bind(&config).await?;
+    // Tests and scripts read this line to find ports chosen with 0.
+    println!("ardacat-server listening tcp={} http={} database={}", bound.tcp, bound.http, redact(&config.database));
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+        tracing::info!("shutting down");
+        signal.cancel();
+    });
+    serve(cat, config, tcp, http, shutdown).await;
+    Ok(())
+}
+
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}

@@ -1,0 +1,490 @@
+//! One TCP connection: handshake and login exactly as AMGA clients expect, then a loop of
+//! command line → `Command` → catalogue call → reply, watching for an out-of-band CAN while a
+//! reply streams. Protocol bytes come from ardacat-proto; meaning comes from ardacat-core.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ardacat_core::path;
+use ardacat_core::{Error, Session};
+use ardacat_proto::{
+    ClientFrame, ClientOptions, Greeting, LoginParser, OptionsParser, ProtoError, ReplyPiece, ServerCodec, Transport,
+    tokenize, tokenize_escaped,
+};
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+
+use super::command::{Command, HELP};
+use super::reply::{Reply, Writer};
+use super::session::SavedSession;
+use super::{SERVER_VERSION, Shared};
+use crate::Cat;
+use crate::config::SessionMode;
+
+/// A bulk load in progress: `upload` started it, `put` lines feed it, `commit` ends it.
+struct Upload {
+    dir: String,
+    attrs: Vec<String>,
+    rows: Vec<(String, Vec<String>)>,
+    /// The first problem; reported by `commit`, which then stores nothing of the upload.
+    error: Option<Error>,
+    /// The upload opened the transaction itself (it was not inside the user's `transaction`).
+    owns_tx: bool,
+}
+
+/// Rows buffered before an upload outside a user transaction writes them (in its own transaction).
+const UPLOAD_CHUNK: usize = 2000;
+
+struct State {
+    session: Session<crate::Store>,
+    escape: bool,
+    session_id: Option<u64>,
+    upload: Option<Upload>,
+    peer: SocketAddr,
+}
+
+enum Outcome {
+    /// Reply done by the command (normal case: `finish` follows).
+    Done,
+    /// No reply at all (`upload`, `put`).
+    Silent,
+}
+
+fn proto_fault(e: &ProtoError) -> Error {
+    match e {
+        ProtoError::LineTooLong { .. } => Error::LimitExceeded(e.to_string()),
+        other => Error::IllegalCommand(other.to_string()),
+    }
+}
+
+/// Serve one connection until the client leaves, idles out, or the server shuts down.
+pub async fn serve<R, W>(rd: R, wr: W, peer: SocketAddr, shared: Arc<Shared>, shutdown: CancellationToken)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send,
+{
+    let cfg = shared.config.clone();
+    let mut reader = FramedRead::new(rd, ServerCodec::new(cfg.max_line_bytes));
+    let mut writer = FramedWrite::new(wr, ServerCodec::new(cfg.max_line_bytes));
+    let handshake = tokio::time::timeout(
+        Duration::from_secs(cfg.handshake_timeout_secs),
+        handshake(&mut reader, &mut writer, &shared, peer),
+    )
+    .await;
+    let (state, pending_error) = match handshake {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::info!(%peer, "handshake timed out");
+            return;
+        }
+    };
+    let mut state = state;
+
+    // A reader task keeps the socket drained so a CAN is seen while a reply streams.
+    let (tx, mut rx) = mpsc::channel::<Result<ClientFrame, ProtoError>>(16);
+    let read_task = tokio::spawn(async move {
+        while let Some(frame) = reader.next().await {
+            let stop = frame.is_err();
+            if tx.send(frame).await.is_err() || stop {
+                break;
+            }
+        }
+    });
+
+    if let Some(e) = pending_error {
+        // The login failed: the first command is answered with the error, then we hang up.
+        let first = tokio::time::timeout(Duration::from_secs(cfg.handshake_timeout_secs), rx.recv()).await;
+        if matches!(first, Ok(Some(Ok(ClientFrame::Line(_))))) {
+            let _ = Reply::new(&mut writer, false).fail(&e, None).await;
+        }
+        read_task.abort();
+        return;
+    }
+
+    let idle = Duration::from_secs(cfg.idle_timeout_secs);
+    let mut queued: VecDeque<Result<ClientFrame, ProtoError>> = VecDeque::new();
+    loop {
+        let frame = match queued.pop_front() {
+            Some(f) => Some(f),
+            None => tokio::select! {
+                f = rx.recv() => f,
+                _ = tokio::time::sleep(idle) => {
+                    tracing::debug!(%peer, "idle timeout");
+                    break;
+                }
+                _ = shutdown.cancelled() => break,
+            },
+        };
+        let line = match frame {
+            None => break,
+            Some(Ok(ClientFrame::Cancel)) => continue,
+            Some(Ok(ClientFrame::Invalid(fault))) => {
+                let e = Error::IllegalCommand(format!("invalid command line: {fault}"));
+                if Reply::new(&mut writer, state.escape).fail(&e, state.session_id).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+            Some(Err(e)) => {
+                // Framing is lost (line too long, broken socket): say why, then close.
+                let _ = Reply::new(&mut writer, state.escape).fail(&proto_fault(&e), None).await;
+                break;
+            }
+            Some(Ok(ClientFrame::Line(line))) => line,
+        };
+        shared.stats.commands.fetch_add(1, Ordering::Relaxed);
+        let mut reply = Reply::new(&mut writer, state.escape);
+        let mut cancelled = false;
+        let result = {
+            let exec = run_line(&shared, &mut state, &line, &mut reply);
+            tokio::pin!(exec);
+            loop {
+                tokio::select! {
+                    r = &mut exec => break r,
+                    f = rx.recv() => match f {
+                        Some(Ok(ClientFrame::Cancel)) => { cancelled = true; break Err(Error::Cancelled) }
+                        Some(other) => queued.push_back(other),
+                        // The client half-closed: finish this command, then stop.
+                        None => { queued.push_back(Err(ProtoError::UnexpectedEof)); break (&mut exec).await }
+                    },
+                }
+            }
+        };
+        if cancelled {
+            tracing::debug!(%peer, "command cancelled by client");
+        }
+        if let Some(id) = state.session_id {
+            shared.sessions.save(
+                id,
+                SavedSession {
+                    principal: state.session.principal.clone(),
+                    cwd: state.session.cwd.clone(),
+                    escape: state.escape,
+                },
+            );
+        }
+        let sent = match result {
+            Ok(Outcome::Done) => reply.finish(state.session_id).await,
+            Ok(Outcome::Silent) => Ok(()),
+            Err(e) => {
+                shared.stats.errors.fetch_add(1, Ordering::Relaxed);
+                if e.code() == 4 {
+                    tracing::info!(target: "audit", user = %state.session.principal.user, %peer, command = %first_word(&line), "denied");
+                }
+                reply.fail(&e, state.session_id).await
+            }
+        };
+        if sent.is_err() {
+            break;
+        }
+        if matches!(queued.front(), Some(Err(ProtoError::UnexpectedEof))) {
+            break;
+        }
+    }
+    read_task.abort();
+    // Dropping the session's pinned connection rolls back an open transaction.
+}
+
+fn first_word(line: &str) -> &str {
+    line.split_whitespace().next().unwrap_or("")
+}
+
+async fn next_line<R: AsyncRead + Unpin>(reader: &mut FramedRead<R, ServerCodec>) -> Result<String, Error> {
+    match reader.next().await {
+        Some(Ok(ClientFrame::Line(l))) => Ok(l),
+        Some(Ok(other)) => Err(Error::IllegalCommand(format!("unexpected {other:?} during handshake"))),
+        Some(Err(e)) => Err(proto_fault(&e)),
+        None => Err(Error::IllegalCommand("connection closed during handshake".into())),
+    }
+}
+
+/// Greeting, options, `OK`, login block. Returns the connection state and, for a failed login,
+/// the error to answer the first command with.
+async fn handshake<R, W>(
+    reader: &mut FramedRead<R, ServerCodec>,
+    writer: &mut Writer<W>,
+    shared: &Shared,
+    peer: SocketAddr,
+) -> Result<(State, Option<Error>), Error>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send,
+{
+    let io = |e: ProtoError| Error::Internal(e.to_string());
+    let greeting = Greeting::new(SERVER_VERSION, ["plain", "resume", "escape", "session"])
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    writer.send(ReplyPiece::greeting(&greeting)).await.map_err(io)?;
+    let mut options = OptionsParser::new();
+    let opts: ClientOptions = loop {
+        let line = next_line(reader).await?;
+        if let Some(o) = options.push_line(&line).map_err(|e| Error::IllegalCommand(e.to_string()))? {
+            break o;
+        }
+    };
+    if opts.transport == Transport::Ssl {
+        // TLS is not configured on this listener: refuse before the client starts a handshake.
+        writer.send(ReplyPiece::error(4, "TLS is not available on this server")).await.map_err(io)?;
+        return Err(Error::PermissionDenied("client asked for TLS".into()));
+    }
+    let wants_session = opts.other.iter().any(|o| o == "session");
+    let cfg = &shared.config;
+    let issue_session = match cfg.sessions {
+        SessionMode::No => false,
+        SessionMode::Allow => wants_session || opts.resume.is_some(),
+        SessionMode::Force => true,
+    };
+    if let Some(id) = opts.resume {
+        // No OK and no login block after a plain resume: the original client reads neither.
+        return Ok(match shared.sessions.resume(id).filter(|_| cfg.sessions != SessionMode::No) {
+            Some(saved) => {
+                let mut session = Session::new(saved.principal);
+                session.cwd = saved.cwd;
+                (State { session, escape: saved.escape || opts.escape, session_id: Some(id), upload: None, peer }, None)
+            }
+            None => (
+                State { session: Session::new(anonymous()), escape: opts.escape, session_id: None, upload: None, peer },
+                Some(Error::PermissionDenied(format!("session {id} is unknown or expired; log in again"))),
+            ),
+        });
+    }
+    writer.send(ReplyPiece::Ok).await.map_err(io)?;
+    let mut login = LoginParser::new();
+    let ctx = loop {
+        let line = next_line(reader).await?;
+        if let Some(c) = login.push_line(&line).map_err(|e| Error::IllegalCommand(e.to_string()))? {
+            break c;
+        }
+    };
+    let session_id = issue_session.then(|| shared.sessions.new_id());
+    let base =
+        |principal| State { session: Session::new(principal), escape: opts.escape, session_id, upload: None, peer };
+    if !shared.login_limiter.allow(peer.ip()) {
+        return Ok((
+            base(anonymous()),
+            Some(Error::PermissionDenied("too many failed logins; try again later".into())),
+        ));
+    }
+    match shared.catalogue.authenticate(&ctx.login, ctx.password.as_deref()).await {
+        Ok(p) => Ok((base(p), None)),
+        Err(e) => {
+            shared.login_limiter.failed(peer.ip());
+            tracing::info!(target: "audit", user = %ctx.login, %peer, "login failed");
+            Ok((base(anonymous()), Some(e)))
+        }
+    }
+}
+
+fn anonymous() -> ardacat_core::perm::Principal {
+    ardacat_core::perm::Principal { user: "anonymous".into(), groups: vec![] }
+}
+
+async fn run_line<W: AsyncWrite + Unpin + Send>(
+    shared: &Shared,
+    st: &mut State,
+    line: &str,
+    reply: &mut Reply<'_, W>,
+) -> Result<Outcome, Error> {
+    let args: Vec<String> = if st.escape {
+        tokenize_escaped(line)
+            .map_err(|e| Error::IllegalCommand(e.to_string()))?
+            .into_iter()
+            .map(|a| a.unwrap_or_default())
+            .collect()
+    } else {
+        tokenize(line).map_err(|e| Error::IllegalCommand(e.to_string()))?
+    };
+    if args.len() > shared.config.max_args {
+        return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));
+    }
+    let cmd = Command::parse(&args)?;
+    if cmd.is_write() {
+        tracing::info!(target: "audit", user = %st.session.principal.user, peer = %st.peer, command = %first_word(line), "write");
+    }
+    // Inside an upload only put/commit/abort make sense.
+    if st.upload.is_some() && !matches!(cmd, Command::Put { .. } | Command::Commit | Command::Abort) {
+        if let Some(u) = st.upload.as_mut() {
+            u.error.get_or_insert(Error::IllegalCommand("only put, commit or abort inside an upload".into()));
+        }
+        return Ok(Outcome::Silent);
+    }
+    execute(shared, st, cmd, reply).await
+}
+
+async fn execute<W: AsyncWrite + Unpin + Send>(
+    shared: &Shared,
+    st: &mut State,
+    cmd: Command,
+    reply: &mut Reply<'_, W>,
+) -> Result<Outcome, Error> {
+    let cat: &Cat = &shared.catalogue;
+    let s = &mut st.session;
+    match cmd {
+        Command::Help(topic) => {
+            for (name, usage) in HELP {
+                if topic.as_deref().is_none_or(|t| t.eq_ignore_ascii_case(name)) {
+                    reply.value(Some(usage)).await?;
+                }
+            }
+        }
+        Command::Pwd => reply.value(Some(&cat.pwd(s))).await?,
+        Command::Cd(d) => cat.cd(s, &d).await?,
+        Command::Whoami => reply.value(Some(&s.principal.user)).await?,
+        Command::Sudo(u) => cat.sudo(s, &u).await?,
+        Command::Createdir { path, plain } => cat.createdir(s, &path, plain).await.map(|_| ())?,
+        Command::Rmdir(d) => cat.rmdir(s, &d).await?,
+        Command::Dir(d) => cat.dir(s, &d, reply).await.map(|_| ())?,
+        Command::Ls(d) => cat.ls(s, &d, reply).await.map(|_| ())?,
+        Command::Listentries(d) => cat.listentries(s, &d, reply).await.map(|_| ())?,
+        Command::Stat(p) => {
+            for row in cat.stat(s, &p).await? {
+                ardacat_core::RowSink::row(reply, row).await?;
+            }
+        }
+        Command::Addattr { dir, name, type_name, indexed } => cat.addattr(s, &dir, &name, &type_name, indexed).await?,
+        Command::Removeattr { dir, name } => cat.removeattr(s, &dir, &name).await?,
+        Command::Listattr(t) => {
+            for a in cat.listattr(s, &t).await? {
+                reply.value(Some(&a.name)).await?;
+                reply.value(Some(&a.attr_type.to_string())).await?;
+            }
+        }
+        Command::Addentry { path, pairs } => cat.addentry(s, &path, &pairs).await?,
+        Command::Addentries(paths) => cat.addentries(s, &paths).await.map(|_| ())?,
+        Command::Setattr { pattern, pairs } => cat.setattr(s, &pattern, &pairs).await.map(|_| ())?,
+        Command::Getattr { pattern, attrs } => cat.getattr(s, &pattern, &attrs, reply).await.map(|_| ())?,
+        Command::Clearattr { pattern, attrs } => cat.clearattr(s, &pattern, &attrs).await.map(|_| ())?,
+        Command::Rm { pattern, condition } => cat.rm(s, &pattern, condition.as_deref()).await.map(|_| ())?,
+        Command::Find { pattern, condition } => cat.find(s, &pattern, &condition, reply).await.map(|_| ())?,
+        Command::Selectattr { exprs, condition } => {
+            let spec = ardacat_core::service::SelectSpec { select: exprs, condition, order_by: None };
+            cat.selectattr(s, &spec, reply).await.map(|_| ())?
+        }
+        Command::Updateattr { pattern, pairs, condition } => {
+            cat.updateattr(s, &pattern, &pairs, &condition).await.map(|_| ())?
+        }
+        Command::Transaction => cat.begin(s).await?,
+        Command::Commit => match st.upload.take() {
+            Some(u) => finish_upload(cat, s, u).await?,
+            None => cat.commit(s).await?,
+        },
+        Command::Abort => match st.upload.take() {
+            Some(u) => {
+                if u.owns_tx {
+                    cat.abort(s).await?;
+                }
+            }
+            None => cat.abort(s).await?,
+        },
+        Command::Upload { dir, attrs } => {
+            let owns_tx = !s.in_transaction();
+            let mut u = Upload { dir, attrs, rows: Vec::new(), error: None, owns_tx };
+            if owns_tx && let Err(e) = cat.begin(s).await {
+                u.error = Some(e);
+            }
+            st.upload = Some(u);
+            return Ok(Outcome::Silent);
+        }
+        Command::Put { name, values } => {
+            let max = shared.config.max_upload_entries;
+            match st.upload.as_mut() {
+                None => return Err(Error::IllegalCommand("put outside an upload".into())),
+                Some(u) => {
+                    if u.error.is_none() {
+                        if values.len() != u.attrs.len() {
+                            u.error = Some(Error::IllegalCommand(format!(
+                                "put {name}: {} values for {} attributes",
+                                values.len(),
+                                u.attrs.len()
+                            )));
+                        } else if u.rows.len() >= max {
+                            u.error = Some(Error::LimitExceeded(format!("more than {max} entries in one upload")));
+                        } else {
+                            u.rows.push((name, values));
+                            if u.owns_tx && u.rows.len() >= UPLOAD_CHUNK {
+                                let rows = std::mem::take(&mut u.rows);
+                                if let Err(e) = cat.insert(s, &u.dir, &u.attrs, rows).await {
+                                    u.error = Some(e);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            return Ok(Outcome::Silent);
+        }
+        Command::SequenceCreate { name, dir, increment, start } => {
+            cat.sequence_create(s, &name, &dir, increment, start).await?
+        }
+        Command::SequenceNext(seq) => reply.value(Some(&cat.sequence_next(s, &seq).await?.to_string())).await?,
+        Command::SequenceRemove(seq) => cat.sequence_remove(s, &seq).await?,
+        Command::Chmod { path, mode } => cat.chmod(s, &path, &mode).await?,
+        Command::Chown { path, spec } => cat.chown(s, &path, &spec).await?,
+        Command::AclAdd { path, principal, rights } => cat.acl_add(s, &path, &principal, &rights).await?,
+        Command::AclRemove { path, principal } => cat.acl_remove(s, &path, &principal).await?,
+        Command::AclShow(p) => {
+            for (who, rights) in cat.acl_show(s, &p).await? {
+                reply.value(Some(&format!("{who} {rights}"))).await?;
+            }
+        }
+        Command::UserCreate { name, password } => cat.user_create(s, &name, &password).await?,
+        Command::UserRemove(name) => cat.user_remove(s, &name).await?,
+        Command::UserPasswd { name, password } => cat.user_passwd(s, &name, &password).await?,
+        Command::UserSubjectAdd { name, subject } => cat.user_subject_add(s, &name, &subject).await?,
+        Command::UserListcred(name) => {
+            for dn in cat.user_listcred(s, &name).await? {
+                reply.value(Some(&dn)).await?;
+            }
+        }
+        Command::GrpCreate(g) => cat.grp_create(s, &g).await?,
+        Command::GrpRemove(g) => cat.grp_remove(s, &g).await?,
+        Command::GrpAdduser { group, user } => cat.grp_adduser(s, &group, &user).await?,
+        Command::GrpRemoveuser { group, user } => cat.grp_removeuser(s, &group, &user).await?,
+        Command::GrpMember(user) => {
+            let groups = cat.grp_member(s, user.as_deref()).await?;
+            reply.value(Some(&groups.join(","))).await?
+        }
+        Command::Stats => {
+            for (k, v) in shared.stats.snapshot(shared) {
+                reply.value(Some(&format!("{k} {v}"))).await?;
+            }
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+/// `commit` of an upload: the rest of the rows go in, then the upload's own transaction commits.
+/// Any earlier failure rolls the whole upload back.
+async fn finish_upload(cat: &Cat, s: &mut Session<crate::Store>, u: Upload) -> Result<(), Error> {
+    let result = match u.error {
+        Some(e) => Err(e),
+        None if u.rows.is_empty() => Ok(()),
+        None => cat.insert(s, &u.dir, &u.attrs, u.rows).await.map(|_| ()),
+    };
+    match (result, u.owns_tx) {
+        (Ok(()), true) => cat.commit(s).await,
+        (Ok(()), false) => Ok(()),
+        (Err(e), true) => {
+            if s.in_transaction() {
+                cat.abort(s).await?;
+            }
+            Err(e)
+        }
+        (Err(e), false) => Err(e),
+    }
+}
+
+/// Paths in replies are absolute; keep the helper here for commands that print them.
+#[allow(dead_code)]
+fn abs(s: &Session<crate::Store>, p: &str) -> String {
+    path::absolute(&s.cwd, p).unwrap_or_else(|_| p.to_string())
+}

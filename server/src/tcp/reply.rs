@@ -1,0 +1,86 @@
+//! Writes one reply onto the socket: the status line, data lines (escaped for clients that
+//! negotiated `escape`), then the end marker; or an inline CAN when a stream fails midway.
+//! It is the `RowSink` the catalogue streams into, so rows go to the socket as they are read.
+
+use ardacat_core::{Error, RowSink};
+use ardacat_proto::{ReplyPiece, ServerCodec, encode_value};
+use futures::SinkExt;
+use tokio::io::AsyncWrite;
+use tokio_util::codec::FramedWrite;
+
+pub type Writer<W> = FramedWrite<W, ServerCodec>;
+
+pub struct Reply<'a, W> {
+    out: &'a mut Writer<W>,
+    escape: bool,
+    status_sent: bool,
+    /// Set when the socket failed: the connection is over.
+    pub broken: bool,
+}
+
+fn io_err(e: impl std::fmt::Display) -> Error {
+    Error::Internal(format!("write failed: {e}"))
+}
+
+impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
+    pub fn new(out: &'a mut Writer<W>, escape: bool) -> Self {
+        Reply { out, escape, status_sent: false, broken: false }
+    }
+
+    async fn feed(&mut self, piece: ReplyPiece<'_>) -> Result<(), Error> {
+        let r = self.out.feed(piece).await.map_err(io_err);
+        if r.is_err() {
+            self.broken = true;
+        }
+        r
+    }
+
+    pub async fn ok(&mut self) -> Result<(), Error> {
+        if !self.status_sent {
+            self.status_sent = true;
+            self.feed(ReplyPiece::Status(0)).await?;
+        }
+        Ok(())
+    }
+
+    /// One data line holding one value.
+    pub async fn value(&mut self, v: Option<&str>) -> Result<(), Error> {
+        self.ok().await?;
+        let text = encode_value(v, self.escape).map_err(|_| {
+            Error::InvalidValue(
+                "a value contains a newline or control byte; reconnect with the 'escape' option to receive it".into(),
+            )
+        })?;
+        self.feed(ReplyPiece::Data(text)).await
+    }
+
+    /// End a successful reply (sending `0` first if no row came).
+    pub async fn finish(mut self, session: Option<u64>) -> Result<(), Error> {
+        self.ok().await?;
+        self.feed(ReplyPiece::End { session }).await?;
+        self.out.flush().await.map_err(io_err)
+    }
+
+    /// End a failed reply: an error status if nothing was sent yet, else an inline CAN.
+    pub async fn fail(mut self, e: &Error, session: Option<u64>) -> Result<(), Error> {
+        let code = i32::from(e.code());
+        let msg = e.public_message();
+        if self.status_sent {
+            self.feed(ReplyPiece::cancelled(code, msg)).await?;
+        } else {
+            self.status_sent = true;
+            self.feed(ReplyPiece::error(code, msg)).await?;
+        }
+        self.feed(ReplyPiece::End { session }).await?;
+        self.out.flush().await.map_err(io_err)
+    }
+}
+
+impl<W: AsyncWrite + Unpin + Send> RowSink for Reply<'_, W> {
+    async fn row(&mut self, row: Vec<Option<String>>) -> Result<(), Error> {
+        for v in &row {
+            self.value(v.as_deref()).await?;
+        }
+        Ok(())
+    }
+}

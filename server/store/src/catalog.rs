@@ -1,0 +1,622 @@
+//! The storage port of ardacat-core implemented once over the executor: every catalogue
+//! operation becomes SQL from `sql` run through `exec::Conn`, identically for both dialects.
+
+use ardacat_core::error::{Error, Result};
+use ardacat_core::perm::AclEntry;
+use ardacat_core::store::{
+    AttrDef, CollectionInfo, DeletePlan, NewEntry, RowSender, SelectPlan, Store, StoreConn, UpdatePlan, UserRecord,
+};
+use ardacat_core::types::{AttrType, Value, ValueType};
+use chrono::Utc;
+use tokio::sync::mpsc;
+
+use crate::error::StoreError;
+use crate::exec::{Backend, Conn, Db};
+use crate::sql::compile::{attr_column, table_name};
+use crate::sql::{Dialect, compile_delete, compile_insert, compile_select, compile_update};
+
+/// Translate a storage failure into the catalogue's error; causes stay in the log.
+pub fn map_err(e: StoreError) -> Error {
+    match e {
+        StoreError::UniqueViolation(m) => Error::Exists(m),
+        StoreError::PoolTimeout => Error::LimitExceeded("no database connection free in time".into()),
+        StoreError::Busy => Error::Transaction("the database is busy; try again".into()),
+        StoreError::Database(m) if m.contains("CHECK constraint") || m.contains("value too long") => {
+            Error::InvalidValue("value does not fit its attribute type".into())
+        }
+        other => {
+            tracing::warn!(error = %other, "storage error");
+            Error::Internal(other.to_string())
+        }
+    }
+}
+
+/// The catalogue's storage: a pool of either backend.
+#[derive(Clone, Debug)]
+pub struct SqlStore {
+    db: Db,
+}
+
+impl SqlStore {
+    pub fn new(db: Db) -> Self {
+        SqlStore { db }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        dialect_of(self.db.backend())
+    }
+}
+
+fn dialect_of(b: Backend) -> Dialect {
+    match b {
+        Backend::Sqlite => Dialect::Sqlite,
+        Backend::Postgres => Dialect::Postgres,
+    }
+}
+
+impl Store for SqlStore {
+    type Conn = SqlConn;
+
+    async fn acquire(&self) -> Result<SqlConn> {
+        let conn = self.db.acquire().await.map_err(map_err)?;
+        Ok(SqlConn { dialect: dialect_of(conn.backend()), conn })
+    }
+
+    fn backend_name(&self) -> &'static str {
+        self.db.backend().name()
+    }
+}
+
+pub struct SqlConn {
+    conn: Conn,
+    dialect: Dialect,
+}
+
+fn now() -> Value {
+    Value::Timestamp(Utc::now().naive_utc())
+}
+
+const COLLECTION_COLS: &str = "id, parent_id, path, owner, grp, perms";
+const COLLECTION_TYPES: [ValueType; 6] =
+    [ValueType::Int, ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Text, ValueType::Int];
+
+fn collection_from(row: Vec<Value>) -> Result<CollectionInfo> {
+    let mut it = row.into_iter();
+    let bad = || Error::Internal("malformed collections row".into());
+    let id = match it.next() {
+        Some(Value::Int(i)) => i,
+        _ => return Err(bad()),
+    };
+    let parent_id = match it.next() {
+        Some(Value::Int(i)) => Some(i),
+        Some(Value::Null) => None,
+        _ => return Err(bad()),
+    };
+    let text = |v: Option<Value>| match v {
+        Some(Value::Text(s)) => Ok(s),
+        _ => Err(bad()),
+    };
+    let path = text(it.next())?;
+    let owner = text(it.next())?;
+    let group = text(it.next())?;
+    let perms = match it.next() {
+        Some(Value::Int(i)) => i as u16,
+        _ => return Err(bad()),
+    };
+    Ok(CollectionInfo { id, parent_id, path, owner, group, perms })
+}
+
+fn text_of(v: &Value) -> String {
+    v.to_wire().unwrap_or_default()
+}
+
+fn int_of(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        _ => 0,
+    }
+}
+
+impl SqlConn {
+    /// `?n`/`$n` placeholders for a statement whose parameters have these types.
+    fn p(&self, n: usize, t: ValueType) -> String {
+        self.dialect.param(n, t)
+    }
+
+    async fn exec(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
+        self.conn.execute(sql, params).await.map_err(map_err)
+    }
+
+    async fn rows(&mut self, sql: &str, params: &[Value], types: &[ValueType]) -> Result<Vec<Vec<Value>>> {
+        self.conn.query(sql, params, types).await.map_err(map_err)
+    }
+
+    async fn batch(&mut self, sql: &str) -> Result<()> {
+        self.conn.execute_batch(sql).await.map_err(map_err)
+    }
+
+    async fn insert_attr_row(&mut self, collection_id: i64, name: &str, t: AttrType, indexed: bool) -> Result<i64> {
+        let sql = format!(
+            "INSERT INTO attributes (collection_id, name, name_key, type, indexed) VALUES ({}, {}, {}, {}, {}) RETURNING id",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Text),
+            self.p(3, ValueType::Text),
+            self.p(4, ValueType::Text),
+            self.p(5, ValueType::Bool)
+        );
+        let params = [
+            Value::Int(collection_id),
+            Value::Text(name.into()),
+            Value::Text(name.to_ascii_lowercase()),
+            Value::Text(t.to_string()),
+            Value::Bool(indexed),
+        ];
+        let rows = self.rows(&sql, &params, &[ValueType::Int]).await?;
+        rows.first().and_then(|r| r.first()).map(int_of).ok_or_else(|| Error::Internal("no attribute id".into()))
+    }
+
+    async fn create_index(&mut self, collection_id: i64, attr_id: i64) -> Result<()> {
+        let t = table_name(collection_id);
+        let c = attr_column(attr_id);
+        self.batch(&format!("CREATE INDEX {t}_{c} ON {t} ({c})")).await
+    }
+}
+
+impl StoreConn for SqlConn {
+    async fn begin(&mut self) -> Result<()> {
+        self.conn.begin().await.map_err(map_err)
+    }
+
+    async fn commit(&mut self) -> Result<()> {
+        self.conn.commit().await.map_err(map_err)
+    }
+
+    async fn rollback(&mut self) -> Result<()> {
+        self.conn.rollback().await.map_err(map_err)
+    }
+
+    async fn savepoint(&mut self) -> Result<()> {
+        self.conn.savepoint().await.map_err(map_err)
+    }
+
+    async fn release_savepoint(&mut self) -> Result<()> {
+        self.conn.release_savepoint().await.map_err(map_err)
+    }
+
+    async fn rollback_to_savepoint(&mut self) -> Result<()> {
+        self.conn.rollback_to_savepoint().await.map_err(map_err)
+    }
+
+    async fn collection(&mut self, path: &str) -> Result<Option<CollectionInfo>> {
+        let sql = format!("SELECT {COLLECTION_COLS} FROM collections WHERE path = {}", self.p(1, ValueType::Text));
+        let rows = self.rows(&sql, &[Value::Text(path.into())], &COLLECTION_TYPES).await?;
+        rows.into_iter().next().map(collection_from).transpose()
+    }
+
+    async fn collection_by_id(&mut self, id: i64) -> Result<Option<CollectionInfo>> {
+        let sql = format!("SELECT {COLLECTION_COLS} FROM collections WHERE id = {}", self.p(1, ValueType::Int));
+        let rows = self.rows(&sql, &[Value::Int(id)], &COLLECTION_TYPES).await?;
+        rows.into_iter().next().map(collection_from).transpose()
+    }
+
+    async fn children(&mut self, parent_id: i64) -> Result<Vec<CollectionInfo>> {
+        let sql = format!(
+            "SELECT {COLLECTION_COLS} FROM collections WHERE parent_id = {} ORDER BY name",
+            self.p(1, ValueType::Int)
+        );
+        let rows = self.rows(&sql, &[Value::Int(parent_id)], &COLLECTION_TYPES).await?;
+        rows.into_iter().map(collection_from).collect()
+    }
+
+    async fn create_collection(
+        &mut self,
+        parent_id: i64,
+        path: &str,
+        owner: &str,
+        group: &str,
+        perms: u16,
+        attrs: &[(String, AttrType, bool)],
+    ) -> Result<CollectionInfo> {
+        let name = path.rsplit('/').next().unwrap_or_default().to_string();
+        let sql = format!(
+            "INSERT INTO collections (parent_id, path, name, owner, grp, perms, created) VALUES ({}, {}, {}, {}, {}, {}, {}) RETURNING id",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Text),
+            self.p(3, ValueType::Text),
+            self.p(4, ValueType::Text),
+            self.p(5, ValueType::Text),
+            self.p(6, ValueType::Int),
+            self.p(7, ValueType::Timestamp),
+        );
+        let params = [
+            Value::Int(parent_id),
+            Value::Text(path.into()),
+            Value::Text(name),
+            Value::Text(owner.into()),
+            Value::Text(group.into()),
+            Value::Int(perms as i64),
+            now(),
+        ];
+        let id = match self.rows(&sql, &params, &[ValueType::Int]).await {
+            Ok(rows) => rows.first().and_then(|r| r.first()).map(int_of).unwrap_or_default(),
+            Err(Error::Exists(_)) => return Err(Error::DirExists(path.into())),
+            Err(e) => return Err(e),
+        };
+        let mut columns = Vec::new();
+        let mut indexed = Vec::new();
+        for (name, t, idx) in attrs {
+            let aid = self.insert_attr_row(id, name, *t, *idx).await?;
+            columns.push((attr_column(aid), *t));
+            if *idx {
+                indexed.push(aid);
+            }
+        }
+        let ddl = self.dialect.create_entry_table(&table_name(id), &columns);
+        self.batch(&ddl).await?;
+        for aid in indexed {
+            self.create_index(id, aid).await?;
+        }
+        Ok(CollectionInfo {
+            id,
+            parent_id: Some(parent_id),
+            path: path.into(),
+            owner: owner.into(),
+            group: group.into(),
+            perms,
+        })
+    }
+
+    async fn remove_collection(&mut self, id: i64) -> Result<()> {
+        self.batch(&format!("DROP TABLE {}", table_name(id))).await?;
+        for t in ["attributes", "acls", "sequences"] {
+            let sql = format!("DELETE FROM {t} WHERE collection_id = {}", self.p(1, ValueType::Int));
+            self.exec(&sql, &[Value::Int(id)]).await?;
+        }
+        let sql = format!("DELETE FROM collections WHERE id = {}", self.p(1, ValueType::Int));
+        self.exec(&sql, &[Value::Int(id)]).await.map(|_| ())
+    }
+
+    async fn set_collection_owner(&mut self, id: i64, owner: &str, group: &str) -> Result<()> {
+        let sql = format!(
+            "UPDATE collections SET owner = {}, grp = {} WHERE id = {}",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Text),
+            self.p(3, ValueType::Int)
+        );
+        self.exec(&sql, &[Value::Text(owner.into()), Value::Text(group.into()), Value::Int(id)]).await.map(|_| ())
+    }
+
+    async fn set_collection_perms(&mut self, id: i64, perms: u16) -> Result<()> {
+        let sql =
+            format!("UPDATE collections SET perms = {} WHERE id = {}", self.p(1, ValueType::Int), self.p(2, ValueType::Int));
+        self.exec(&sql, &[Value::Int(perms as i64), Value::Int(id)]).await.map(|_| ())
+    }
+
+    async fn has_entries(&mut self, id: i64) -> Result<bool> {
+        let rows = self.rows(&format!("SELECT id FROM {} LIMIT 1", table_name(id)), &[], &[ValueType::Int]).await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn attributes(&mut self, collection_id: i64) -> Result<Vec<AttrDef>> {
+        let sql = format!(
+            "SELECT id, name, type, indexed FROM attributes WHERE collection_id = {} ORDER BY id",
+            self.p(1, ValueType::Int)
+        );
+        let rows = self
+            .rows(&sql, &[Value::Int(collection_id)], &[ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Bool])
+            .await?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(AttrDef {
+                    id: int_of(&r[0]),
+                    name: text_of(&r[1]),
+                    attr_type: AttrType::parse(&text_of(&r[2]))?,
+                    indexed: matches!(r[3], Value::Bool(true)),
+                })
+            })
+            .collect()
+    }
+
+    async fn add_attribute(&mut self, collection_id: i64, name: &str, attr_type: AttrType, indexed: bool) -> Result<AttrDef> {
+        let id = self.insert_attr_row(collection_id, name, attr_type, indexed).await?;
+        let col = attr_column(id);
+        let def = self.dialect.column_def(&col, attr_type);
+        self.batch(&format!("ALTER TABLE {} ADD COLUMN {col} {def}", table_name(collection_id))).await?;
+        if indexed {
+            self.create_index(collection_id, id).await?;
+        }
+        Ok(AttrDef { id, name: name.into(), attr_type, indexed })
+    }
+
+    async fn remove_attribute(&mut self, collection_id: i64, attr: &AttrDef) -> Result<()> {
+        let t = table_name(collection_id);
+        let c = attr_column(attr.id);
+        if attr.indexed {
+            self.batch(&format!("DROP INDEX IF EXISTS {t}_{c}")).await?;
+        }
+        self.batch(&format!("ALTER TABLE {t} DROP COLUMN {c}")).await?;
+        let sql = format!("DELETE FROM attributes WHERE id = {}", self.p(1, ValueType::Int));
+        self.exec(&sql, &[Value::Int(attr.id)]).await.map(|_| ())
+    }
+
+    async fn insert_entries(&mut self, collection_id: i64, attrs: &[AttrDef], entries: Vec<NewEntry>) -> Result<u64> {
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let ts = now();
+        let width = 6 + attrs.len();
+        let to_row = |e: NewEntry| {
+            let mut row = Vec::with_capacity(width);
+            row.push(Value::Text(e.name));
+            row.push(Value::Text(e.owner));
+            row.push(Value::Text(e.group));
+            row.push(Value::Int(e.perms as i64));
+            row.push(ts.clone());
+            row.push(ts.clone());
+            row.extend(e.values);
+            row
+        };
+        let r = match self.dialect {
+            // One prepared single-row statement, run once per entry inside the caller's transaction.
+            Dialect::Sqlite => {
+                let sql = compile_insert(self.dialect, collection_id, attrs, 1);
+                let rows: Vec<Vec<Value>> = entries.into_iter().map(to_row).collect();
+                self.conn.execute_many(&sql, rows).await.map_err(map_err)
+            }
+            // Multi-row VALUES in chunks under PostgreSQL's parameter limit.
+            Dialect::Postgres => {
+                let per = (self.dialect.max_params() / width).clamp(1, 1000);
+                let mut total = 0;
+                let mut it = entries.into_iter().peekable();
+                let mut r = Ok(0);
+                while it.peek().is_some() {
+                    let chunk: Vec<NewEntry> = it.by_ref().take(per).collect();
+                    let sql = compile_insert(self.dialect, collection_id, attrs, chunk.len());
+                    let params: Vec<Value> = chunk.into_iter().flat_map(to_row).collect();
+                    match self.exec(&sql, &params).await {
+                        Ok(n) => total += n,
+                        Err(e) => {
+                            r = Err(e);
+                            break;
+                        }
+                    }
+                    r = Ok(total);
+                }
+                return r.map_err(|e| match e {
+                    Error::Exists(_) => Error::Exists("entry".into()),
+                    e => e,
+                });
+            }
+        };
+        r.map_err(|e| match e {
+            Error::Exists(_) => Error::Exists("entry".into()),
+            e => e,
+        })
+    }
+
+    async fn update_entries(&mut self, plan: &UpdatePlan) -> Result<u64> {
+        let c = compile_update(self.dialect, plan, now());
+        self.exec(&c.sql, &c.params).await
+    }
+
+    async fn delete_entries(&mut self, plan: &DeletePlan) -> Result<u64> {
+        let c = compile_delete(self.dialect, plan);
+        self.exec(&c.sql, &c.params).await
+    }
+
+    async fn select(&mut self, plan: &SelectPlan, tx: RowSender) -> Result<u64> {
+        let c = compile_select(self.dialect, plan);
+        // The executor speaks StoreError; forward rows, translating errors, with backpressure.
+        let (inner_tx, mut inner_rx) = mpsc::channel::<std::result::Result<Vec<Value>, StoreError>>(64);
+        let forward = async move {
+            while let Some(r) = inner_rx.recv().await {
+                if tx.send(r.map_err(map_err)).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let (n, ()) = tokio::join!(self.conn.stream(&c.sql, &c.params, &c.types, inner_tx), forward);
+        n.map_err(map_err)
+    }
+
+    async fn acl(&mut self, collection_id: i64) -> Result<Vec<AclEntry>> {
+        let sql = format!(
+            "SELECT principal, is_group, rights FROM acls WHERE collection_id = {} ORDER BY is_group, principal",
+            self.p(1, ValueType::Int)
+        );
+        let rows =
+            self.rows(&sql, &[Value::Int(collection_id)], &[ValueType::Text, ValueType::Bool, ValueType::Int]).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| AclEntry {
+                principal: text_of(&r[0]),
+                is_group: matches!(r[1], Value::Bool(true)),
+                rights: int_of(&r[2]) as u16,
+            })
+            .collect())
+    }
+
+    async fn set_acl(&mut self, collection_id: i64, e: &AclEntry) -> Result<()> {
+        let sql = format!(
+            "INSERT INTO acls (collection_id, principal, is_group, rights) VALUES ({}, {}, {}, {}) \
+             ON CONFLICT (collection_id, principal, is_group) DO UPDATE SET rights = excluded.rights",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Text),
+            self.p(3, ValueType::Bool),
+            self.p(4, ValueType::Int)
+        );
+        let params =
+            [Value::Int(collection_id), Value::Text(e.principal.clone()), Value::Bool(e.is_group), Value::Int(e.rights as i64)];
+        self.exec(&sql, &params).await.map(|_| ())
+    }
+
+    async fn remove_acl(&mut self, collection_id: i64, principal: &str) -> Result<u64> {
+        let sql = format!(
+            "DELETE FROM acls WHERE collection_id = {} AND principal = {}",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Text)
+        );
+        self.exec(&sql, &[Value::Int(collection_id), Value::Text(principal.into())]).await
+    }
+
+    async fn create_sequence(&mut self, collection_id: i64, name: &str, increment: i64, start: i64) -> Result<()> {
+        let sql = format!(
+            "INSERT INTO sequences (collection_id, name, increment, next_value) VALUES ({}, {}, {}, {})",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Text),
+            self.p(3, ValueType::Int),
+            self.p(4, ValueType::Int)
+        );
+        let params = [Value::Int(collection_id), Value::Text(name.into()), Value::Int(increment), Value::Int(start)];
+        self.exec(&sql, &params).await.map(|_| ()).map_err(|e| match e {
+            Error::Exists(_) => Error::Exists(format!("sequence {name}")),
+            e => e,
+        })
+    }
+
+    async fn next_sequence(&mut self, collection_id: i64, name: &str) -> Result<Option<i64>> {
+        let sql = format!(
+            "UPDATE sequences SET next_value = next_value + increment WHERE collection_id = {} AND name = {} \
+             RETURNING next_value - increment",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Text)
+        );
+        let rows = self.rows(&sql, &[Value::Int(collection_id), Value::Text(name.into())], &[ValueType::Int]).await?;
+        Ok(rows.first().and_then(|r| r.first()).map(int_of))
+    }
+
+    async fn remove_sequence(&mut self, collection_id: i64, name: &str) -> Result<bool> {
+        let sql = format!(
+            "DELETE FROM sequences WHERE collection_id = {} AND name = {}",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Text)
+        );
+        Ok(self.exec(&sql, &[Value::Int(collection_id), Value::Text(name.into())]).await? > 0)
+    }
+
+    async fn user(&mut self, name: &str) -> Result<Option<UserRecord>> {
+        let sql = format!("SELECT name, password_hash FROM users WHERE name = {}", self.p(1, ValueType::Text));
+        let rows = self.rows(&sql, &[Value::Text(name.into())], &[ValueType::Text, ValueType::Text]).await?;
+        Ok(rows.into_iter().next().map(|r| UserRecord { name: text_of(&r[0]), password_hash: r[1].to_wire() }))
+    }
+
+    async fn user_by_subject(&mut self, subject: &str) -> Result<Option<String>> {
+        let sql = format!("SELECT user_name FROM user_subjects WHERE subject = {}", self.p(1, ValueType::Text));
+        let rows = self.rows(&sql, &[Value::Text(subject.into())], &[ValueType::Text]).await?;
+        Ok(rows.into_iter().next().map(|r| text_of(&r[0])))
+    }
+
+    async fn create_user(&mut self, name: &str, password_hash: Option<&str>) -> Result<()> {
+        let sql = format!(
+            "INSERT INTO users (name, password_hash, created) VALUES ({}, {}, {})",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Text),
+            self.p(3, ValueType::Timestamp)
+        );
+        let hash = password_hash.map(|h| Value::Text(h.into())).unwrap_or(Value::Null);
+        self.exec(&sql, &[Value::Text(name.into()), hash, now()]).await.map(|_| ()).map_err(|e| match e {
+            Error::Exists(_) => Error::Exists(format!("user {name}")),
+            e => e,
+        })
+    }
+
+    async fn remove_user(&mut self, name: &str) -> Result<bool> {
+        let p = self.p(1, ValueType::Text);
+        self.exec(&format!("DELETE FROM group_members WHERE user_name = {p}"), &[Value::Text(name.into())]).await?;
+        self.exec(&format!("DELETE FROM acls WHERE principal = {p} AND NOT is_group"), &[Value::Text(name.into())]).await?;
+        Ok(self.exec(&format!("DELETE FROM users WHERE name = {p}"), &[Value::Text(name.into())]).await? > 0)
+    }
+
+    async fn set_password(&mut self, name: &str, password_hash: &str) -> Result<bool> {
+        let sql = format!(
+            "UPDATE users SET password_hash = {} WHERE name = {}",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Text)
+        );
+        Ok(self.exec(&sql, &[Value::Text(password_hash.into()), Value::Text(name.into())]).await? > 0)
+    }
+
+    async fn add_subject(&mut self, name: &str, subject: &str) -> Result<()> {
+        let sql = format!(
+            "INSERT INTO user_subjects (user_name, subject) VALUES ({}, {})",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Text)
+        );
+        self.exec(&sql, &[Value::Text(name.into()), Value::Text(subject.into())]).await.map(|_| ()).map_err(|e| match e {
+            Error::Exists(_) => Error::Exists(format!("subject {subject}")),
+            e => e,
+        })
+    }
+
+    async fn subjects(&mut self, name: &str) -> Result<Vec<String>> {
+        let sql =
+            format!("SELECT subject FROM user_subjects WHERE user_name = {} ORDER BY subject", self.p(1, ValueType::Text));
+        let rows = self.rows(&sql, &[Value::Text(name.into())], &[ValueType::Text]).await?;
+        Ok(rows.iter().map(|r| text_of(&r[0])).collect())
+    }
+
+    async fn groups_of(&mut self, user: &str) -> Result<Vec<String>> {
+        let sql = format!("SELECT grp FROM group_members WHERE user_name = {} ORDER BY grp", self.p(1, ValueType::Text));
+        let rows = self.rows(&sql, &[Value::Text(user.into())], &[ValueType::Text]).await?;
+        Ok(rows.iter().map(|r| text_of(&r[0])).collect())
+    }
+
+    async fn create_group(&mut self, name: &str, owner: &str) -> Result<()> {
+        let sql =
+            format!("INSERT INTO user_groups (name, owner) VALUES ({}, {})", self.p(1, ValueType::Text), self.p(2, ValueType::Text));
+        self.exec(&sql, &[Value::Text(name.into()), Value::Text(owner.into())]).await.map(|_| ()).map_err(|e| match e {
+            Error::Exists(_) => Error::Exists(format!("group {name}")),
+            e => e,
+        })
+    }
+
+    async fn remove_group(&mut self, name: &str) -> Result<bool> {
+        let p = self.p(1, ValueType::Text);
+        self.exec(&format!("DELETE FROM group_members WHERE grp = {p}"), &[Value::Text(name.into())]).await?;
+        self.exec(&format!("DELETE FROM acls WHERE principal = {p} AND is_group"), &[Value::Text(name.into())]).await?;
+        Ok(self.exec(&format!("DELETE FROM user_groups WHERE name = {p}"), &[Value::Text(name.into())]).await? > 0)
+    }
+
+    async fn add_member(&mut self, group: &str, user: &str) -> Result<()> {
+        let sql = format!(
+            "INSERT INTO group_members (grp, user_name) VALUES ({}, {}) ON CONFLICT DO NOTHING",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Text)
+        );
+        self.exec(&sql, &[Value::Text(group.into()), Value::Text(user.into())]).await.map(|_| ())
+    }
+
+    async fn remove_member(&mut self, group: &str, user: &str) -> Result<bool> {
+        let sql = format!(
+            "DELETE FROM group_members WHERE grp = {} AND user_name = {}",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Text)
+        );
+        Ok(self.exec(&sql, &[Value::Text(group.into()), Value::Text(user.into())]).await? > 0)
+    }
+
+    async fn group_exists(&mut self, name: &str) -> Result<bool> {
+        let sql = format!("SELECT name FROM user_groups WHERE name = {}", self.p(1, ValueType::Text));
+        Ok(!self.rows(&sql, &[Value::Text(name.into())], &[ValueType::Text]).await?.is_empty())
+    }
+
+    async fn setting(&mut self, key: &str) -> Result<Option<String>> {
+        let sql = format!("SELECT value FROM settings WHERE key = {}", self.p(1, ValueType::Text));
+        let rows = self.rows(&sql, &[Value::Text(key.into())], &[ValueType::Text]).await?;
+        Ok(rows.first().map(|r| text_of(&r[0])))
+    }
+
+    async fn init_setting(&mut self, key: &str, value: &str) -> Result<String> {
+        let sql = format!(
+            "INSERT INTO settings (key, value) VALUES ({}, {}) ON CONFLICT (key) DO NOTHING",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Text)
+        );
+        self.exec(&sql, &[Value::Text(key.into()), Value::Text(value.into())]).await?;
+        self.setting(key).await?.ok_or_else(|| Error::Internal(format!("setting {key} vanished")))
+    }
+}

@@ -1,0 +1,138 @@
+//! The storage layer's error type. Both backends map their native errors onto the same variants,
+//! so callers (and parity tests) branch on the class of a failure, never on a driver's message.
+
+use thiserror::Error;
+
+/// A failure of the storage layer. Messages are for logs; callers branch on the variant.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// A UNIQUE or PRIMARY KEY constraint was violated (PostgreSQL 23505, SQLite
+    /// `SQLITE_CONSTRAINT_UNIQUE` / `_PRIMARYKEY`).
+    #[error("unique constraint violated: {0}")]
+    UniqueViolation(String),
+    /// A FOREIGN KEY constraint was violated (PostgreSQL 23503, SQLite `SQLITE_CONSTRAINT_FOREIGNKEY`).
+    #[error("foreign key constraint violated: {0}")]
+    ForeignKeyViolation(String),
+    /// The statement names a table or column that does not exist (PostgreSQL 42P01 / 42703,
+    /// SQLite "no such table" / "no such column").
+    #[error("undefined table or column: {0}")]
+    UndefinedObject(String),
+    /// A lock could not be had in time: SQLite busy/locked after `busy_timeout`, PostgreSQL
+    /// lock_timeout (55P03), deadlock (40P01) or serialization failure (40001). Retryable.
+    #[error("database busy: lock wait timed out")]
+    Busy,
+    /// A result column could not be decoded as the requested [`ardacat_core::types::ValueType`],
+    /// or the number of requested types differs from the number of result columns.
+    #[error("cannot decode result column {column}: {message}")]
+    Decode { column: usize, message: String },
+    /// Any other database error (syntax error, check constraint, I/O, aborted transaction …).
+    #[error("database error: {0}")]
+    Database(String),
+    /// No pooled connection became free within `DbOptions::acquire_timeout`.
+    #[error("timed out waiting for a database connection")]
+    PoolTimeout,
+    /// Applying or checking the schema migrations failed.
+    #[error("migration error: {0}")]
+    Migration(String),
+    /// The pool or the connection is closed (or its SQLite worker thread is gone).
+    #[error("database connection closed")]
+    Closed,
+    /// The database URL or the options are unusable.
+    #[error("invalid database configuration: {0}")]
+    Config(String),
+}
+
+impl StoreError {
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, StoreError::UniqueViolation(_))
+    }
+
+    pub fn is_foreign_key_violation(&self) -> bool {
+        matches!(self, StoreError::ForeignKeyViolation(_))
+    }
+
+    pub fn is_undefined_object(&self) -> bool {
+        matches!(self, StoreError::UndefinedObject(_))
+    }
+
+    /// True for failures worth retrying as a whole transaction (lock timeouts, deadlocks).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Busy | StoreError::PoolTimeout)
+    }
+
+    /// True when the error was raised by the database while running a statement. Inside a
+    /// transaction such an error aborts the transaction on both backends (see `Conn`).
+    pub(crate) fn aborts_transaction(&self) -> bool {
+        matches!(
+            self,
+            StoreError::UniqueViolation(_)
+                | StoreError::ForeignKeyViolation(_)
+                | StoreError::UndefinedObject(_)
+                | StoreError::Busy
+                | StoreError::Database(_)
+        )
+    }
+
+    pub(crate) fn decode(column: usize, message: impl Into<String>) -> StoreError {
+        StoreError::Decode { column, message: message.into() }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        match &e {
+            rusqlite::Error::SqliteFailure(err, msg) => {
+                classify_sqlite(err, msg.clone().unwrap_or_else(|| err.to_string()))
+            }
+            // Errors found while preparing (unknown table, syntax) come with the SQL text.
+            rusqlite::Error::SqlInputError { error, msg, .. } => classify_sqlite(error, msg.clone()),
+            _ => StoreError::Database(e.to_string()),
+        }
+    }
+}
+
+fn classify_sqlite(err: &rusqlite::ffi::Error, text: String) -> StoreError {
+    use rusqlite::ffi;
+    match err.extended_code {
+        ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+            return StoreError::UniqueViolation(text);
+        }
+        ffi::SQLITE_CONSTRAINT_FOREIGNKEY => return StoreError::ForeignKeyViolation(text),
+        _ => {}
+    }
+    match err.code {
+        ffi::ErrorCode::DatabaseBusy | ffi::ErrorCode::DatabaseLocked => StoreError::Busy,
+        _ if text.starts_with("no such table") || text.starts_with("no such column") => {
+            StoreError::UndefinedObject(text)
+        }
+        _ => StoreError::Database(text),
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> StoreError {
+        match e {
+            sqlx::Error::Database(d) => {
+                let text = match d.constraint() {
+                    Some(c) => format!("{} (constraint {c})", d.message()),
+                    None => d.message().to_string(),
+                };
+                match d.code().as_deref() {
+                    Some("23505") => StoreError::UniqueViolation(text),
+                    Some("23503") => StoreError::ForeignKeyViolation(text),
+                    Some("42P01" | "42703") => StoreError::UndefinedObject(text),
+                    Some("55P03" | "40P01" | "40001") => StoreError::Busy,
+                    Some(code) => StoreError::Database(format!("{text} [{code}]")),
+                    None => StoreError::Database(text),
+                }
+            }
+            sqlx::Error::PoolTimedOut => StoreError::PoolTimeout,
+            sqlx::Error::PoolClosed => StoreError::Closed,
+            sqlx::Error::Configuration(c) => StoreError::Config(c.to_string()),
+            sqlx::Error::ColumnDecode { index, source } => {
+                StoreError::Decode { column: index.parse().unwrap_or(0), message: source.to_string() }
+            }
+            other => StoreError::Database(other.to_string()),
+        }
+    }
+}

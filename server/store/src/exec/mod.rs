@@ -1,0 +1,463 @@
+//! The low-level database executor: a pool of connections to SQLite (rusqlite on dedicated
+//! threads) or PostgreSQL (sqlx), running SQL text the dialect modules produce, binding
+//! [`Value`]s and decoding rows by the [`ValueType`]s the caller expects.
+//!
+//! No catalogue logic and no query compilation live here. What this layer guarantees, on both
+//! backends alike:
+//!
+//! - **Placeholders** are `$1..$n` on PostgreSQL and `?1..?n` on SQLite. Every value is bound,
+//!   never spliced into the text. The SQL string itself is trusted (it comes from our own dialect
+//!   modules); it is wrapped in `sqlx::AssertSqlSafe` in exactly one place (`postgres::sql`).
+//! - **Binding**: Int → i64, Float → f64, Text → text, Bool → bool (SQLite: 0/1), Timestamp →
+//!   PostgreSQL `timestamp` / SQLite text `types::timestamp_sort_key`, Null → SQLite NULL /
+//!   PostgreSQL an *untyped* NULL that takes its type from the context like a NULL literal
+//!   (`VALUES ($1)` into a column, `col = $1`, `$1::int8`). Only where no context gives a type
+//!   (`$1 IS NULL`) must the SQL cast. PostgreSQL parameters are encoded as the types of the
+//!   prepared statement (an Int bound where a float8 is expected is sent as float8), so a
+//!   statement reused with other value types is never misread (see `postgres::bound`).
+//! - **Decoding** is driven by the caller's `types` (one per result column, else
+//!   [`StoreError::Decode`]); a mismatch is a `Decode` error with the column index, never a panic.
+//! - **Transactions**: [`Conn::begin`] / [`Conn::commit`] / [`Conn::rollback`]; one level, no
+//!   nesting. SQLite uses `BEGIN IMMEDIATE`. A statement that fails inside a transaction *aborts*
+//!   it on both backends (PostgreSQL's rule, enforced for SQLite too so that the two agree): later
+//!   statements fail with [`StoreError::Database`] and `commit` rolls back and returns an error.
+//!   Decode errors are raised on our side and do not abort. [`Conn::savepoint`] /
+//!   [`Conn::rollback_to_savepoint`] / [`Conn::release_savepoint`] let one operation fail inside
+//!   a transaction without spoiling it. Dropping a [`Conn`] with an open transaction rolls it
+//!   back.
+//! - **Streaming**: [`Conn::stream`] moves rows from the database cursor into a bounded channel
+//!   as they are read; a slow consumer slows the query, memory stays flat, and dropping the
+//!   receiver stops the query promptly (see the backend modules for what happens to the
+//!   connection).
+
+pub mod migrate;
+mod postgres;
+mod sqlite;
+
+use crate::error::StoreError;
+use ardacat_core::types::{Value, ValueType};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Which database engine a [`Db`] talks to. The dialect modules pick SQL text by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// The folder name under `schema-migrations/`, also handy in logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// Pool and connection settings.
+#[derive(Debug, Clone)]
+pub struct DbOptions {
+    /// Number of pooled connections. `0` (the default) picks the backend's default: 8 for
+    /// PostgreSQL, 4 for SQLite (each SQLite connection is one dedicated thread).
+    pub pool_size: usize,
+    /// How long [`Db::acquire`] waits for a free connection before [`StoreError::PoolTimeout`].
+    pub acquire_timeout: Duration,
+    /// How long a statement waits for a lock before [`StoreError::Busy`]: SQLite's
+    /// `busy_timeout` (and the wait for the in-process write gate), PostgreSQL's `lock_timeout`.
+    pub busy_timeout: Duration,
+    /// Prepared statements cached per connection (rusqlite `prepare_cached` capacity, sqlx
+    /// `statement_cache_capacity`).
+    pub statement_cache: usize,
+}
+
+impl Default for DbOptions {
+    fn default() -> Self {
+        DbOptions {
+            pool_size: 0,
+            acquire_timeout: Duration::from_secs(10),
+            busy_timeout: Duration::from_secs(5),
+            statement_cache: 256,
+        }
+    }
+}
+
+impl DbOptions {
+    /// `pool_size` with `0` replaced by the backend's default.
+    pub fn effective_pool_size(&self, backend: Backend) -> usize {
+        match (self.pool_size, backend) {
+            (0, Backend::Postgres) => 8,
+            (0, Backend::Sqlite) => 4,
+            (n, _) => n,
+        }
+    }
+}
+
+/// A snapshot of a pool's occupancy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Connections currently open.
+    pub size: usize,
+    /// Open connections waiting in the pool.
+    pub idle: usize,
+    /// Connections handed out as [`Conn`]s.
+    pub in_use: usize,
+}
+
+/// A connection pool. Cheap to clone; all clones share the pool.
+#[derive(Clone)]
+pub struct Db {
+    inner: DbInner,
+}
+
+#[derive(Clone)]
+enum DbInner {
+    Sqlite(Arc<sqlite::Pool>),
+    Postgres(postgres::Pool),
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("backend", &self.backend()).field("pool", &self.pool_stats()).finish()
+    }
+}
+
+impl Db {
+    /// Open a pool.
+    ///
+    /// - `sqlite:PATH` (or `sqlite://PATH`): a database file, created if missing, in WAL mode.
+    /// - `sqlite::memory:`: a private in-memory database shared by all connections of this `Db`
+    ///   (and of nothing else); it lives as long as the `Db`.
+    /// - `postgres://…` / `postgresql://…`: a PostgreSQL server; one connection is made at once
+    ///   so that a bad URL or an unreachable server fails here.
+    pub async fn open(url: &str, opts: DbOptions) -> Result<Db, StoreError> {
+        let inner = if let Some(rest) = url.strip_prefix("sqlite:") {
+            let rest = rest.strip_prefix("//").unwrap_or(rest);
+            if rest.is_empty() {
+                return Err(StoreError::Config(format!("no database path in '{url}'")));
+            }
+            let target = if rest == ":memory:" {
+                sqlite::Target::Memory
+            } else {
+                sqlite::Target::File(rest.into())
+            };
+            DbInner::Sqlite(Arc::new(sqlite::Pool::open(target, opts).await?))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            DbInner::Postgres(postgres::Pool::open(url, opts).await?)
+        } else {
+            return Err(StoreError::Config(format!(
+                "unsupported database url '{}' (expected sqlite:PATH, sqlite::memory: or postgres://…)",
+                redact(url)
+            )));
+        };
+        Ok(Db { inner })
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.inner {
+            DbInner::Sqlite(_) => Backend::Sqlite,
+            DbInner::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// One pooled connection; it goes back to the pool when dropped. Waits at most
+    /// `acquire_timeout`, then fails with [`StoreError::PoolTimeout`].
+    pub async fn acquire(&self) -> Result<Conn, StoreError> {
+        let inner = match &self.inner {
+            DbInner::Sqlite(p) => ConnInner::Sqlite(sqlite::Pool::acquire(p).await?),
+            DbInner::Postgres(p) => ConnInner::Postgres(p.acquire().await?),
+        };
+        Ok(Conn { inner, tx_failed: false, savepoints: 0 })
+    }
+
+    /// Apply the embedded `schema-migrations/<dialect>/` files that this database lacks, in
+    /// version order, each in its own transaction. See [`migrate`].
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        migrate::run(self).await
+    }
+
+    pub fn pool_stats(&self) -> PoolStats {
+        match &self.inner {
+            DbInner::Sqlite(p) => p.stats(),
+            DbInner::Postgres(p) => p.stats(),
+        }
+    }
+
+    /// Close the pool: later `acquire` calls fail with [`StoreError::Closed`]; connections in
+    /// use are closed when their `Conn` is dropped.
+    pub async fn close(&self) {
+        match &self.inner {
+            DbInner::Sqlite(p) => p.close(),
+            DbInner::Postgres(p) => p.close().await,
+        }
+    }
+}
+
+/// Hide the password of a URL in messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+/// One pooled connection. Returned to the pool on drop; an open transaction is rolled back.
+pub struct Conn {
+    inner: ConnInner,
+    /// A statement failed inside the open transaction: it is aborted (see the module docs)
+    /// until it is rolled back, or rolled back to a savepoint.
+    tx_failed: bool,
+    /// Savepoints currently set (`ardacat_sp1` … `ardacat_spN`).
+    savepoints: usize,
+}
+
+enum ConnInner {
+    Sqlite(sqlite::Conn),
+    Postgres(postgres::Conn),
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("backend", &self.backend())
+            .field("in_transaction", &self.in_transaction())
+            .finish()
+    }
+}
+
+const TX_ABORTED: &str = "current transaction is aborted, commands ignored until end of transaction block";
+
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $e:expr) => {
+        match &mut $self.inner {
+            ConnInner::Sqlite($c) => $e,
+            ConnInner::Postgres($c) => $e,
+        }
+    };
+}
+
+impl Conn {
+    pub fn backend(&self) -> Backend {
+        match self.inner {
+            ConnInner::Sqlite(_) => Backend::Sqlite,
+            ConnInner::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        match &self.inner {
+            ConnInner::Sqlite(c) => c.in_transaction(),
+            ConnInner::Postgres(c) => c.in_transaction(),
+        }
+    }
+
+    /// Refuse statements inside an aborted transaction (PostgreSQL's behaviour, on both).
+    fn check_tx(&self) -> Result<(), StoreError> {
+        if self.tx_failed && self.in_transaction() {
+            return Err(StoreError::Database(TX_ABORTED.into()));
+        }
+        Ok(())
+    }
+
+    /// Note a statement's failure: it aborts the open transaction.
+    fn note<T>(&mut self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(e) = &r
+            && e.aborts_transaction()
+            && self.in_transaction()
+        {
+            self.tx_failed = true;
+        }
+        r
+    }
+
+    /// Run one statement; returns the number of rows it inserted, updated or deleted (for a
+    /// statement that returns rows: the rows changed, or for a plain query the rows returned).
+    pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
+        self.check_tx()?;
+        let r = dispatch!(self, c => c.execute(sql, params).await);
+        self.note(r)
+    }
+
+    /// Run a query and collect all rows, each decoded by `types`. For small results; use
+    /// [`Conn::stream`] for anything that may be large.
+    pub async fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[ValueType],
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
+        self.check_tx()?;
+        let r = dispatch!(self, c => c.query(sql, params, types).await);
+        self.note(r)
+    }
+
+    /// Run a query and send its rows into `tx` as they are read from the database. Returns the
+    /// number of rows sent. If the receiver is dropped the query is stopped promptly and the
+    /// call returns `Ok(rows sent so far)`. An error is also sent into the channel (when the
+    /// receiver still listens) so that the consumer sees the stream did not end cleanly.
+    pub async fn stream(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[ValueType],
+        tx: mpsc::Sender<Result<Vec<Value>, StoreError>>,
+    ) -> Result<u64, StoreError> {
+        if let Err(e) = self.check_tx() {
+            let _ = tx.send(Err(e.clone())).await;
+            return Err(e);
+        }
+        let r = dispatch!(self, c => c.stream(sql, params, types, tx).await);
+        self.note(r)
+    }
+
+    /// Run several `;`-separated statements without parameters (DDL, migrations).
+    pub async fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.check_tx()?;
+        let r = dispatch!(self, c => c.execute_batch(sql).await);
+        self.note(r)
+    }
+
+    /// Run one prepared statement once per row of parameters (bulk insert); returns the total
+    /// of rows affected. Runs inside the caller's transaction when one is open; otherwise in a
+    /// transaction of its own, so that either every row or none is applied.
+    pub async fn execute_many(&mut self, sql: &str, rows: Vec<Vec<Value>>) -> Result<u64, StoreError> {
+        self.check_tx()?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let own_tx = !self.in_transaction();
+        if own_tx {
+            self.begin().await?;
+        }
+        let r = dispatch!(self, c => c.execute_many(sql, rows).await);
+        let r = self.note(r);
+        if own_tx {
+            match &r {
+                Ok(_) => self.commit().await?,
+                Err(_) => {
+                    let _ = self.rollback().await;
+                }
+            }
+        }
+        r
+    }
+
+    /// Open a transaction (SQLite: `BEGIN IMMEDIATE`, which takes the write lock up front so
+    /// that two writers never deadlock upgrading a read lock). Nesting is an error.
+    pub async fn begin(&mut self) -> Result<(), StoreError> {
+        if self.in_transaction() {
+            return Err(StoreError::Database("a transaction is already open on this connection".into()));
+        }
+        self.tx_failed = false;
+        self.savepoints = 0;
+        dispatch!(self, c => c.begin().await)
+    }
+
+    /// Commit the open transaction. If a statement failed inside it, the transaction is rolled
+    /// back instead and an error is returned. Committing with no open transaction is an error.
+    pub async fn commit(&mut self) -> Result<(), StoreError> {
+        if !self.in_transaction() {
+            return Err(StoreError::Database("commit without an open transaction".into()));
+        }
+        if self.tx_failed {
+            self.rollback().await?;
+            return Err(StoreError::Database(format!("transaction rolled back: {TX_ABORTED}")));
+        }
+        self.savepoints = 0;
+        dispatch!(self, c => c.commit().await)
+    }
+
+    /// Roll back the open transaction; a no-op when none is open.
+    pub async fn rollback(&mut self) -> Result<(), StoreError> {
+        self.tx_failed = false;
+        self.savepoints = 0;
+        if !self.in_transaction() {
+            return Ok(());
+        }
+        dispatch!(self, c => c.rollback().await)
+    }
+
+    /// Set a savepoint inside the open transaction (`SAVEPOINT`), so that one operation can fail
+    /// without spoiling the caller's transaction. Savepoints nest; each `savepoint` is ended by
+    /// one `release_savepoint`. Outside a transaction this is an error on both backends.
+    pub async fn savepoint(&mut self) -> Result<(), StoreError> {
+        if !self.in_transaction() {
+            return Err(StoreError::Database("SAVEPOINT can only be used in a transaction".into()));
+        }
+        self.check_tx()?;
+        let name = savepoint_name(self.savepoints + 1);
+        let r = dispatch!(self, c => c.execute_batch(&format!("SAVEPOINT {name}")).await);
+        self.note(r)?;
+        self.savepoints += 1;
+        Ok(())
+    }
+
+    /// Keep the work done since the innermost savepoint and forget the savepoint
+    /// (`RELEASE SAVEPOINT`). Fails, like any statement, if the transaction is aborted: roll back
+    /// to the savepoint first.
+    pub async fn release_savepoint(&mut self) -> Result<(), StoreError> {
+        self.check_savepoint()?;
+        self.check_tx()?;
+        let name = savepoint_name(self.savepoints);
+        let r = dispatch!(self, c => c.execute_batch(&format!("RELEASE SAVEPOINT {name}")).await);
+        self.note(r)?;
+        self.savepoints -= 1;
+        Ok(())
+    }
+
+    /// Undo the work done since the innermost savepoint (`ROLLBACK TO SAVEPOINT`); this also
+    /// clears a failure that happened after it. The savepoint stays set: release it next.
+    pub async fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
+        self.check_savepoint()?;
+        let name = savepoint_name(self.savepoints);
+        let r = dispatch!(self, c => c.execute_batch(&format!("ROLLBACK TO SAVEPOINT {name}")).await);
+        self.note(r)?;
+        self.tx_failed = false;
+        Ok(())
+    }
+
+    fn check_savepoint(&mut self) -> Result<(), StoreError> {
+        if !self.in_transaction() {
+            self.savepoints = 0;
+        }
+        if self.savepoints == 0 {
+            return Err(StoreError::Database("no savepoint is set on this connection".into()));
+        }
+        Ok(())
+    }
+
+    /// Make sure this connection is closed rather than returned to the pool when dropped
+    /// (used while it holds session state such as an advisory lock).
+    pub(crate) fn set_discard_on_drop(&mut self, discard: bool) {
+        if let ConnInner::Postgres(c) = &mut self.inner {
+            c.set_discard_on_drop(discard);
+        }
+    }
+}
+
+fn savepoint_name(depth: usize) -> String {
+    format!("ardacat_sp{depth}")
+}
+
+/// Checks shared by both backends.
+fn check_types(columns: usize, types: &[ValueType]) -> Result<(), StoreError> {
+    if columns != types.len() {
+        return Err(StoreError::decode(
+            columns.min(types.len()),
+            format!("the statement returns {columns} columns but {} types were given", types.len()),
+        ));
+    }
+    Ok(())
+}
+
+fn type_name(t: ValueType) -> &'static str {
+    match t {
+        ValueType::Int => "int",
+        ValueType::Float => "float",
+        ValueType::Text => "text",
+        ValueType::Timestamp => "timestamp",
+        ValueType::Bool => "bool",
+    }
+}

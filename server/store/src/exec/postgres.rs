@@ -1,0 +1,470 @@
+//! PostgreSQL backend: a sqlx `PgPool`; a [`Conn`] wraps one `PoolConnection<Postgres>`.
+//!
+//! Statements go through sqlx's extended protocol and are prepared once per connection and
+//! cached (`statement_cache_capacity`). Values are bound as the types the prepared statement
+//! declares (see [`bound`]); a NULL is bound untyped, so the server types it from its context
+//! (`col = $1`, `VALUES ($1)` into a column, `$1::int8`) exactly like a NULL literal. `DbOptions::busy_timeout` becomes the session's
+//! `lock_timeout`, so a lock wait ends in [`StoreError::Busy`] as on SQLite.
+//!
+//! # Streams and abandoned streams
+//! `stream` pulls rows from sqlx's row stream and `send`s each into the bounded channel; when
+//! the channel is full the loop stops reading the socket, TCP fills up and the server waits: a
+//! slow consumer slows the query and memory stays flat. While waiting for the next row the loop
+//! also watches `Sender::closed`, so a dropped receiver is noticed even before the first row.
+//!
+//! A stream stopped mid-way (receiver dropped, or a decode error) leaves unread rows on the
+//! connection. Policy:
+//! - **outside a transaction** the connection is *discarded*: detached from the pool and its
+//!   socket closed, which makes the server abort the query at its next write (and, on
+//!   PostgreSQL 14+, within a second even while it computes: every connection sets
+//!   `client_connection_check_interval`). The `Conn` stays
+//!   usable: its next statement transparently acquires a fresh pooled connection. Nothing
+//!   unread is ever returned to the pool, and abandoning a huge result costs nothing.
+//! - **inside a transaction** the session must be kept, so the rows are *drained* by the next
+//!   statement on this `Conn` (sqlx reads up to the pending ReadyForQuery). `rollback` instead
+//!   discards the connection (the server rolls back on disconnect), and dropping the `Conn`
+//!   discards it too.
+//!
+//! More generally, a `Conn` whose operation was interrupted (its future dropped) is marked dirty
+//! and is closed, not pooled, when dropped. A clean `Conn` dropped with an open transaction is
+//! rolled back by a spawned task before it returns to the pool (or discarded if no tokio runtime
+//! is running).
+
+use super::{check_types, type_name, Backend, DbOptions, PoolStats};
+use crate::error::StoreError;
+use ardacat_core::types::{Value, ValueType};
+use futures::TryStreamExt;
+use sqlx::pool::PoolConnection;
+use sqlx::encode::IsNull;
+use sqlx::postgres::types::Oid;
+use sqlx::postgres::{PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo};
+use sqlx::query::Query;
+use sqlx::{
+    AssertSqlSafe, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr, Statement, TypeInfo,
+    ValueRef,
+};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How long a dropped `Conn`'s background rollback may take before the connection is discarded.
+const DROP_ROLLBACK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The one place where run-time SQL text is declared safe for sqlx. The text comes from our own
+/// dialect modules; every user-supplied value is a bound parameter, never part of the text.
+fn sql(text: &str) -> SqlStr {
+    AssertSqlSafe(text.to_owned()).into_sql_str()
+}
+
+#[derive(Clone)]
+pub(crate) struct Pool {
+    pool: PgPool,
+}
+
+impl Pool {
+    pub(crate) async fn open(url: &str, opts: DbOptions) -> Result<Pool, StoreError> {
+        let size = opts.effective_pool_size(Backend::Postgres).max(1);
+        let mut connect: PgConnectOptions =
+            url.parse().map_err(|e| StoreError::Config(format!("invalid PostgreSQL url: {e}")))?;
+        connect = connect.statement_cache_capacity(opts.statement_cache);
+        if !opts.busy_timeout.is_zero() {
+            connect = connect.options([("lock_timeout", format!("{}ms", opts.busy_timeout.as_millis()))]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(u32::try_from(size).unwrap_or(u32::MAX))
+            .acquire_timeout(opts.acquire_timeout)
+            .after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    // PostgreSQL 14+: have the server notice a vanished client during a long
+                    // query (an abandoned stream's connection is closed) and abort it. Best
+                    // effort: the setting is refused on platforms without POLLRDHUP.
+                    if conn.server_version_num().is_some_and(|v| v >= 140_000) {
+                        let _ = sqlx::raw_sql("SET client_connection_check_interval = 1000").execute(&mut *conn).await;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(connect)
+            .await?;
+        Ok(Pool { pool })
+    }
+
+    pub(crate) async fn acquire(&self) -> Result<Conn, StoreError> {
+        let conn = self.pool.acquire().await?;
+        Ok(Conn { conn: Some(conn), pool: self.pool.clone(), in_tx: false, dirty: false, discard: false })
+    }
+
+    pub(crate) fn stats(&self) -> PoolStats {
+        let size = self.pool.size() as usize;
+        let idle = self.pool.num_idle().min(size);
+        PoolStats { size, idle, in_use: size - idle }
+    }
+
+    /// Closes the pool; waits until every connection in use has been returned.
+    pub(crate) async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+pub(crate) struct Conn {
+    /// `None` after a connection was discarded outside a transaction; re-acquired on next use.
+    conn: Option<PoolConnection<Postgres>>,
+    pool: PgPool,
+    in_tx: bool,
+    /// The connection may have unread results (an abandoned stream, an interrupted future).
+    dirty: bool,
+    /// Close instead of pooling on drop (session state such as an advisory lock).
+    discard: bool,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else { return };
+        if self.dirty || self.discard {
+            // Closing the socket aborts the query and any open transaction on the server.
+            drop(conn.detach());
+            return;
+        }
+        if self.in_tx {
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    rt.spawn(async move {
+                        let rollback = sqlx::raw_sql("ROLLBACK").execute(&mut *conn);
+                        match tokio::time::timeout(DROP_ROLLBACK_TIMEOUT, rollback).await {
+                            Ok(Ok(_)) => drop(conn),
+                            _ => drop(conn.detach()),
+                        }
+                    });
+                }
+                Err(_) => drop(conn.detach()),
+            }
+        }
+    }
+}
+
+/// A NULL parameter without a type of its own (type OID 0 in the Parse message): the server
+/// gives it the type the statement's context calls for, as it would to a NULL literal.
+struct UntypedNull;
+
+impl sqlx::Type<Postgres> for UntypedNull {
+    fn type_info() -> PgTypeInfo {
+        PgTypeInfo::with_oid(Oid(0))
+    }
+}
+
+impl sqlx::Encode<'_, Postgres> for UntypedNull {
+    fn encode_by_ref(&self, _buf: &mut PgArgumentBuffer) -> Result<IsNull, sqlx::error::BoxDynError> {
+        Ok(IsNull::Yes)
+    }
+}
+
+/// The type a value asks for when a statement is prepared for the first time.
+fn declared_type(v: &Value) -> PgTypeInfo {
+    match v {
+        Value::Null => <UntypedNull as sqlx::Type<Postgres>>::type_info(),
+        Value::Int(_) => <i64 as sqlx::Type<Postgres>>::type_info(),
+        Value::Float(_) => <f64 as sqlx::Type<Postgres>>::type_info(),
+        Value::Text(_) => <String as sqlx::Type<Postgres>>::type_info(),
+        Value::Bool(_) => <bool as sqlx::Type<Postgres>>::type_info(),
+        Value::Timestamp(_) => <chrono::NaiveDateTime as sqlx::Type<Postgres>>::type_info(),
+    }
+}
+
+/// A statement with its parameters (`$1..$n`) bound *as the types the prepared statement has*.
+///
+/// sqlx caches a prepared statement by its SQL text, with the parameter types of its first
+/// execution, and sends values in binary. Binding a later value by its own type could therefore
+/// send, say, f64 bytes to a parameter the server reads as int8: a silently wrong answer. So the
+/// statement is prepared first (a cache hit after the first time, no round trip), its parameter
+/// types are read back, and each value is encoded as that type: Int widens to a float or
+/// narrows to int4/int2 when it fits, Timestamp becomes timestamptz (UTC) or date (midnight),
+/// NULL fits anything. Other combinations are an error rather than a guess.
+async fn bound(
+    conn: &mut PgConnection,
+    text: &str,
+    params: &[Value],
+) -> Result<Query<'static, Postgres, PgArguments>, StoreError> {
+    let mut q = sqlx::query(sql(text));
+    if params.is_empty() {
+        return Ok(q);
+    }
+    let declared: Vec<PgTypeInfo> = params.iter().map(declared_type).collect();
+    let statement = conn.prepare_with(sql(text), &declared).await?;
+    let types = match statement.parameters() {
+        Some(Either::Left(types)) => types.to_vec(),
+        _ => declared,
+    };
+    if types.len() != params.len() {
+        return Err(StoreError::Database(format!(
+            "the statement has {} parameters but {} values were given",
+            types.len(),
+            params.len()
+        )));
+    }
+    for (i, (v, t)) in params.iter().zip(&types).enumerate() {
+        let mismatch = || {
+            StoreError::Database(format!(
+                "parameter ${}: cannot bind {} value to PostgreSQL type {}",
+                i + 1,
+                value_kind(v),
+                t.name()
+            ))
+        };
+        let out_of_range = || StoreError::Database(format!("parameter ${}: {v:?} is out of range for {}", i + 1, t.name()));
+        q = match (v, t.name()) {
+            (Value::Null, _) => q.bind(UntypedNull),
+            (Value::Int(n), "INT8") => q.bind(*n),
+            (Value::Int(n), "INT4") => q.bind(i32::try_from(*n).map_err(|_| out_of_range())?),
+            (Value::Int(n), "INT2") => q.bind(i16::try_from(*n).map_err(|_| out_of_range())?),
+            (Value::Int(n), "FLOAT8") => q.bind(*n as f64),
+            (Value::Int(n), "FLOAT4") => q.bind(*n as f32),
+            (Value::Float(f), "FLOAT8") => q.bind(*f),
+            (Value::Float(f), "FLOAT4") => q.bind(*f as f32),
+            (Value::Text(s), "TEXT" | "VARCHAR" | "CHAR" | "NAME" | "UNKNOWN") => q.bind(s.clone()),
+            (Value::Bool(b), "BOOL") => q.bind(*b),
+            (Value::Timestamp(ts), "TIMESTAMP") => q.bind(*ts),
+            (Value::Timestamp(ts), "TIMESTAMPTZ") => q.bind(ts.and_utc()),
+            (Value::Timestamp(ts), "DATE") if ts.time() == chrono::NaiveTime::MIN => q.bind(ts.date()),
+            _ => return Err(mismatch()),
+        };
+    }
+    Ok(q)
+}
+
+fn value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "a null",
+        Value::Int(_) => "an int",
+        Value::Float(_) => "a float",
+        Value::Text(_) => "a text",
+        Value::Bool(_) => "a bool",
+        Value::Timestamp(_) => "a timestamp",
+    }
+}
+
+impl Conn {
+    pub(crate) fn in_transaction(&self) -> bool {
+        self.in_tx
+    }
+
+    pub(crate) fn set_discard_on_drop(&mut self, discard: bool) {
+        self.discard = discard;
+    }
+
+    /// The live connection, re-acquiring one if the last was discarded.
+    async fn live(&mut self) -> Result<&mut PgConnection, StoreError> {
+        let conn = match &mut self.conn {
+            Some(c) => c,
+            slot => slot.insert(self.pool.acquire().await?),
+        };
+        Ok(&mut **conn)
+    }
+
+    /// Forget the current connection without returning it to the pool.
+    fn discard_now(&mut self) {
+        if let Some(c) = self.conn.take() {
+            drop(c.detach());
+        }
+        self.dirty = false;
+    }
+
+    pub(crate) async fn execute(&mut self, text: &str, params: &[Value]) -> Result<u64, StoreError> {
+        self.dirty = true;
+        let c = self.live().await?;
+        let r = match bound(c, text, params).await {
+            Ok(q) => q.execute(c).await.map_err(StoreError::from),
+            Err(e) => Err(e),
+        };
+        self.dirty = false;
+        Ok(r?.rows_affected())
+    }
+
+    pub(crate) async fn query(
+        &mut self,
+        text: &str,
+        params: &[Value],
+        types: &[ValueType],
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
+        self.dirty = true;
+        let c = self.live().await?;
+        let r = match bound(c, text, params).await {
+            Ok(q) => q.fetch_all(c).await.map_err(StoreError::from),
+            Err(e) => Err(e),
+        };
+        self.dirty = false;
+        r?.iter().map(|row| decode_row(row, types)).collect()
+    }
+
+    pub(crate) async fn stream(
+        &mut self,
+        text: &str,
+        params: &[Value],
+        types: &[ValueType],
+        tx: mpsc::Sender<Result<Vec<Value>, StoreError>>,
+    ) -> Result<u64, StoreError> {
+        if tx.is_closed() {
+            return Ok(0);
+        }
+        self.dirty = true;
+        let c = match self.live().await {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = tx.send(Err(e.clone())).await;
+                return Err(e);
+            }
+        };
+        let q = match bound(c, text, params).await {
+            Ok(q) => q,
+            Err(e) => {
+                self.dirty = false;
+                let _ = tx.send(Err(e.clone())).await;
+                return Err(e);
+            }
+        };
+        let mut rows = q.fetch(c);
+        let mut sent = 0u64;
+        // Ok(true): all rows read; Ok(false): receiver gone. Err(_, true): the server reported
+        // the error (nothing unread); Err(_, false): we stopped with rows unread.
+        let outcome: Result<bool, (StoreError, bool)> = loop {
+            let next = tokio::select! {
+                biased;
+                _ = tx.closed() => break Ok(false),
+                next = rows.try_next() => next,
+            };
+            match next {
+                Ok(Some(row)) => match decode_row(&row, types) {
+                    Ok(values) => {
+                        if tx.send(Ok(values)).await.is_err() {
+                            break Ok(false);
+                        }
+                        sent += 1;
+                    }
+                    Err(e) => break Err((e, false)),
+                },
+                Ok(None) => break Ok(true),
+                Err(e) => break Err((e.into(), true)),
+            }
+        };
+        drop(rows);
+        let finished = matches!(outcome, Ok(true) | Err((_, true)));
+        if finished {
+            self.dirty = false;
+        } else if !self.in_tx {
+            self.discard_now();
+        } // else: in a transaction, the next statement drains the rest (module docs).
+        match outcome {
+            Ok(_) => Ok(sent),
+            Err((e, _)) => {
+                let _ = tx.send(Err(e.clone())).await;
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) async fn execute_batch(&mut self, text: &str) -> Result<(), StoreError> {
+        self.dirty = true;
+        let c = self.live().await?;
+        let r = sqlx::raw_sql(sql(text)).execute(c).await;
+        self.dirty = false;
+        r?;
+        Ok(())
+    }
+
+    pub(crate) async fn execute_many(&mut self, text: &str, rows: Vec<Vec<Value>>) -> Result<u64, StoreError> {
+        self.dirty = true;
+        let c = self.live().await?;
+        let mut total = 0;
+        let mut result = Ok(());
+        for row in &rows {
+            let r = match bound(c, text, row).await {
+                Ok(q) => q.execute(&mut *c).await.map_err(StoreError::from),
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(r) => total += r.rows_affected(),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.dirty = false;
+        result?;
+        Ok(total)
+    }
+
+    async fn simple(&mut self, text: &'static str) -> Result<(), StoreError> {
+        self.dirty = true;
+        let c = self.live().await?;
+        let r = sqlx::raw_sql(text).execute(c).await;
+        self.dirty = false;
+        r?;
+        Ok(())
+    }
+
+    pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
+        self.simple("BEGIN").await?;
+        self.in_tx = true;
+        Ok(())
+    }
+
+    pub(crate) async fn commit(&mut self) -> Result<(), StoreError> {
+        let r = self.simple("COMMIT").await;
+        // Whatever the outcome, PostgreSQL has ended the transaction block (a failed COMMIT
+        // rolls back); on a broken connection the server rolls back when it notices.
+        self.in_tx = false;
+        r
+    }
+
+    pub(crate) async fn rollback(&mut self) -> Result<(), StoreError> {
+        self.in_tx = false;
+        if self.dirty {
+            // Unread rows of an abandoned stream: disconnecting rolls back without draining them.
+            self.discard_now();
+            return Ok(());
+        }
+        self.simple("ROLLBACK").await
+    }
+}
+
+fn decode_row(row: &PgRow, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
+    check_types(row.len(), types)?;
+    types.iter().enumerate().map(|(i, t)| decode_value(row, i, *t)).collect()
+}
+
+fn decode_value(row: &PgRow, i: usize, t: ValueType) -> Result<Value, StoreError> {
+    let raw = row.try_get_raw(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
+    if raw.is_null() {
+        return Ok(Value::Null);
+    }
+    let pg_type = raw.type_info().name().to_string();
+    let get_err = |e: sqlx::Error| StoreError::decode(i, e.to_string());
+    Ok(match (t, pg_type.as_str()) {
+        (ValueType::Int, "INT8") => Value::Int(row.try_get::<i64, _>(i).map_err(get_err)?),
+        (ValueType::Int, "INT4") => Value::Int(row.try_get::<i32, _>(i).map_err(get_err)?.into()),
+        (ValueType::Int, "INT2") => Value::Int(row.try_get::<i16, _>(i).map_err(get_err)?.into()),
+        (ValueType::Float, "FLOAT8") => Value::Float(row.try_get::<f64, _>(i).map_err(get_err)?),
+        (ValueType::Float, "FLOAT4") => Value::Float(row.try_get::<f32, _>(i).map_err(get_err)?.into()),
+        (ValueType::Float, "INT8") => Value::Float(row.try_get::<i64, _>(i).map_err(get_err)? as f64),
+        (ValueType::Float, "INT4") => Value::Float(row.try_get::<i32, _>(i).map_err(get_err)?.into()),
+        (ValueType::Float, "INT2") => Value::Float(row.try_get::<i16, _>(i).map_err(get_err)?.into()),
+        (ValueType::Text, "TEXT" | "VARCHAR" | "CHAR" | "NAME" | "UNKNOWN") => {
+            Value::Text(row.try_get::<String, _>(i).map_err(get_err)?)
+        }
+        (ValueType::Bool, "BOOL") => Value::Bool(row.try_get::<bool, _>(i).map_err(get_err)?),
+        (ValueType::Timestamp, "TIMESTAMP") => {
+            Value::Timestamp(row.try_get::<chrono::NaiveDateTime, _>(i).map_err(get_err)?)
+        }
+        (ValueType::Timestamp, "TIMESTAMPTZ") => Value::Timestamp(
+            row.try_get::<chrono::DateTime<chrono::Utc>, _>(i).map_err(get_err)?.naive_utc(),
+        ),
+        (ValueType::Timestamp, "DATE") => Value::Timestamp(
+            row.try_get::<chrono::NaiveDate, _>(i).map_err(get_err)?.and_time(chrono::NaiveTime::MIN),
+        ),
+        (t, other) => {
+            return Err(StoreError::decode(
+                i,
+                format!("expected {}, found PostgreSQL {other}", type_name(t)),
+            ));
+        }
+    })
+}

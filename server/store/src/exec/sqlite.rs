@@ -1,0 +1,560 @@
+//! SQLite backend: rusqlite connections, each owned by a dedicated OS thread.
+//!
+//! # Threads
+//! SQLite calls block (disk I/O, fsync, lock waits), so they never run on tokio's worker threads.
+//! Each pooled connection is a `std::thread` that owns one `rusqlite::Connection` and runs boxed
+//! jobs it receives over a channel, one at a time, answering through a oneshot. A [`Conn`] is the
+//! exclusive right to submit jobs to one such thread until it is dropped. Jobs are queued in
+//! order, so the rollback job a dropping `Conn` enqueues always runs before the next user's jobs.
+//!
+//! # Pool: N equal connections plus an in-process write gate
+//! The API has a single `acquire()` and a `Conn` does not say up front whether it will write, so
+//! the pool is N equal connections (default 4) rather than "one writer + readers". Writers are
+//! serialized two ways:
+//! - inside the process by an async *write gate* (a `tokio::sync::Mutex`): `begin()` holds it until
+//!   commit/rollback, and `execute`/`execute_batch` outside a transaction hold it for the
+//!   statement. Waiting writers queue fairly in async land (bounded by `busy_timeout`, then
+//!   [`StoreError::Busy`]) instead of spinning in SQLite's busy handler;
+//! - against other processes by `BEGIN IMMEDIATE` (the write lock is taken up front, so two
+//!   writers can never deadlock upgrading read locks) plus SQLite's `busy_timeout`.
+//!
+//! Readers never wait for the gate: in WAL mode they read a snapshot while a writer works.
+//! (`query`/`stream` of a data-changing statement such as `INSERT … RETURNING` outside a
+//! transaction skips the gate and relies on `busy_timeout`.)
+//!
+//! # Connection setup
+//! `journal_mode=WAL` (file databases), `synchronous=FULL` (a commit is on disk before it is
+//! acknowledged: nothing committed is lost on kill -9 or power loss), `foreign_keys=ON`,
+//! `case_sensitive_like=ON` (LIKE behaves as on PostgreSQL), `busy_timeout`, and a
+//! `prepare_cached` LRU of `statement_cache` statements.
+//!
+//! # In-memory databases
+//! `sqlite::memory:` opens `file:/ardacat-mem-<pid>-<n>?vfs=memdb`: SQLite's memdb VFS shares a
+//! database whose name starts with `/` among all connections of the process that open that name,
+//! with ordinary (rollback-journal) locking, so `busy_timeout` works (the shared-cache mode would
+//! fail with `SQLITE_LOCKED` at once). The name is unique per `Db`, so the database is private to
+//! it and lives while its connections do. Without WAL a long reader blocks a writer's commit.
+//!
+//! # Streams
+//! `stream` runs the row loop on the connection's thread and hands rows to `blocking_send` on the
+//! bounded channel: a slow consumer blocks the loop, so SQLite reads no further ahead than the
+//! channel's capacity. A progress handler checks whether the receiver is gone while SQLite works
+//! between rows (a sort, a long scan), so a dropped receiver stops even a query that has not
+//! produced its first row. The connection is clean afterwards (the statement is reset) and stays
+//! usable.
+
+use super::{check_types, type_name, Backend, DbOptions, PoolStats};
+use crate::error::StoreError;
+use ardacat_core::types::{parse_timestamp, timestamp_sort_key, Value, ValueType};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OpenFlags, Statement, ToSql};
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
+
+/// Where the database lives.
+pub(crate) enum Target {
+    File(PathBuf),
+    Memory,
+}
+
+/// Number of SQLite VM instructions between two checks for a vanished stream receiver.
+const PROGRESS_OPS: i32 = 1000;
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// The sending end of one connection thread's job queue.
+struct Worker {
+    jobs: std_mpsc::Sender<Job>,
+}
+
+pub(crate) struct Pool {
+    idle: Mutex<Vec<Worker>>,
+    /// One permit per idle worker; taking a permit guarantees a worker in `idle`.
+    permits: Arc<Semaphore>,
+    size: usize,
+    write_gate: Arc<tokio::sync::Mutex<()>>,
+    acquire_timeout: Duration,
+    busy_timeout: Duration,
+    closed: AtomicBool,
+}
+
+static MEMORY_DB_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Pool {
+    pub(crate) async fn open(target: Target, opts: DbOptions) -> Result<Pool, StoreError> {
+        let size = opts.effective_pool_size(Backend::Sqlite).max(1);
+        let (path, flags, file) = match target {
+            Target::File(p) => (
+                p,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                true,
+            ),
+            Target::Memory => {
+                let n = MEMORY_DB_COUNTER.fetch_add(1, Ordering::Relaxed);
+                (
+                    PathBuf::from(format!("file:/ardacat-mem-{}-{n}?vfs=memdb", std::process::id())),
+                    OpenFlags::SQLITE_OPEN_READ_WRITE
+                        | OpenFlags::SQLITE_OPEN_CREATE
+                        | OpenFlags::SQLITE_OPEN_URI
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    false,
+                )
+            }
+        };
+        // Opened one after the other: the first switches a new file to WAL before others read it.
+        let mut workers = Vec::with_capacity(size);
+        for i in 0..size {
+            workers.push(spawn_worker(i, path.clone(), flags, file, &opts).await?);
+        }
+        Ok(Pool {
+            idle: Mutex::new(workers),
+            permits: Arc::new(Semaphore::new(size)),
+            size,
+            write_gate: Arc::new(tokio::sync::Mutex::new(())),
+            acquire_timeout: opts.acquire_timeout,
+            busy_timeout: opts.busy_timeout,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    fn idle(&self) -> MutexGuard<'_, Vec<Worker>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) async fn acquire(pool: &Arc<Pool>) -> Result<Conn, StoreError> {
+        let permit =
+            match tokio::time::timeout(pool.acquire_timeout, pool.permits.clone().acquire_owned()).await {
+                Err(_) => return Err(StoreError::PoolTimeout),
+                Ok(Err(_)) => return Err(StoreError::Closed),
+                Ok(Ok(p)) => p,
+            };
+        let worker = pool.idle().pop().ok_or(StoreError::Closed)?;
+        Ok(Conn {
+            worker: Some(worker),
+            permit: Some(permit),
+            pool: pool.clone(),
+            gate: None,
+            in_tx: false,
+        })
+    }
+
+    pub(crate) fn stats(&self) -> PoolStats {
+        let idle = self.idle().len();
+        let size = if self.closed.load(Ordering::Relaxed) { 0 } else { self.size };
+        PoolStats { size, idle, in_use: size.saturating_sub(idle) }
+    }
+
+    /// Stop handing out connections and let the idle threads finish (their connection closes,
+    /// checkpointing the WAL). Connections in use end when their `Conn` is dropped.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.permits.close();
+        self.idle().clear();
+    }
+}
+
+async fn spawn_worker(
+    index: usize,
+    path: PathBuf,
+    flags: OpenFlags,
+    file: bool,
+    opts: &DbOptions,
+) -> Result<Worker, StoreError> {
+    let (jobs, queue) = std_mpsc::channel::<Job>();
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let (busy, cache) = (opts.busy_timeout, opts.statement_cache);
+    std::thread::Builder::new()
+        .name(format!("ardacat-sqlite-{index}"))
+        .spawn(move || {
+            let mut conn = match open_connection(&path, flags, file, busy, cache) {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            let _ = ready_tx.send(Ok(()));
+            while let Ok(job) = queue.recv() {
+                if std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut conn))).is_err() {
+                    tracing::error!("a SQLite job panicked; rolling back its connection");
+                    let _ = conn.progress_handler(0, None::<fn() -> bool>);
+                    if !conn.is_autocommit() {
+                        let _ = conn.execute_batch("ROLLBACK");
+                    }
+                }
+            }
+        })
+        .map_err(|e| StoreError::Database(format!("cannot start a SQLite thread: {e}")))?;
+    ready_rx.await.map_err(|_| StoreError::Closed)??;
+    Ok(Worker { jobs })
+}
+
+fn open_connection(
+    path: &std::path::Path,
+    flags: OpenFlags,
+    file: bool,
+    busy: Duration,
+    cache: usize,
+) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| StoreError::Config(format!("cannot open SQLite database {}: {e}", path.display())))?;
+    conn.busy_timeout(busy)?;
+    conn.set_prepared_statement_cache_capacity(cache);
+    if file {
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Config(format!(
+                "cannot switch {} to WAL mode (journal_mode is {mode})",
+                path.display()
+            )));
+        }
+    }
+    conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA case_sensitive_like=ON;")?;
+    Ok(conn)
+}
+
+/// One pooled SQLite connection (the right to use one connection thread).
+pub(crate) struct Conn {
+    worker: Option<Worker>,
+    permit: Option<OwnedSemaphorePermit>,
+    pool: Arc<Pool>,
+    /// The write gate, held from `begin` to `commit`/`rollback`.
+    gate: Option<OwnedMutexGuard<()>>,
+    in_tx: bool,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(worker) = self.worker.take() {
+            // Whatever happened (an open transaction, a cancelled `begin`), leave the connection
+            // in autocommit mode for the next user. The gate is released only after the rollback.
+            let gate = self.gate.take();
+            let cleanup: Job = Box::new(move |conn| {
+                if !conn.is_autocommit()
+                    && let Err(e) = conn.execute_batch("ROLLBACK")
+                {
+                    tracing::warn!("rollback of a dropped SQLite connection failed: {e}");
+                }
+                drop(gate);
+            });
+            if worker.jobs.send(cleanup).is_ok() && !self.pool.closed.load(Ordering::SeqCst) {
+                self.pool.idle().push(worker);
+            }
+        }
+        // Released after the worker is back in `idle`, keeping permits <= idle workers.
+        drop(self.permit.take());
+    }
+}
+
+impl Conn {
+    pub(crate) fn in_transaction(&self) -> bool {
+        self.in_tx
+    }
+
+    /// Run `f` on the connection's thread and wait for its answer.
+    async fn run<R, F>(&self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        let worker = self.worker.as_ref().ok_or(StoreError::Closed)?;
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = tx.send(f(conn));
+        });
+        worker.jobs.send(job).map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// The write gate, for a write outside an explicit transaction (none needed inside one).
+    async fn gate_for_write(&self) -> Result<Option<OwnedMutexGuard<()>>, StoreError> {
+        if self.in_tx {
+            return Ok(None);
+        }
+        self.lock_gate().await.map(Some)
+    }
+
+    async fn lock_gate(&self) -> Result<OwnedMutexGuard<()>, StoreError> {
+        let gate = self.pool.write_gate.clone();
+        tokio::time::timeout(self.pool.busy_timeout, gate.lock_owned())
+            .await
+            .map_err(|_| StoreError::Busy)
+    }
+
+    pub(crate) async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
+        let gate = self.gate_for_write().await?;
+        let (sql, params) = (sql.to_owned(), params.to_vec());
+        self.run(move |conn| {
+            let r = prepare(conn, &sql).and_then(|mut st| {
+                bind(&mut st, &params)?;
+                run_bound(conn, &mut st)
+            });
+            drop(gate);
+            r
+        })
+        .await
+    }
+
+    pub(crate) async fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[ValueType],
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
+        let (sql, params, types) = (sql.to_owned(), params.to_vec(), types.to_vec());
+        self.run(move |conn| {
+            let mut st = prepare(conn, &sql)?;
+            check_types(st.column_count(), &types)?;
+            bind(&mut st, &params)?;
+            let mut rows = st.raw_query();
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                out.push(decode_row(row, &types)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    pub(crate) async fn stream(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[ValueType],
+        tx: mpsc::Sender<Result<Vec<Value>, StoreError>>,
+    ) -> Result<u64, StoreError> {
+        let (sql, params, types) = (sql.to_owned(), params.to_vec(), types.to_vec());
+        let err_tx = tx.clone();
+        let r = self.run(move |conn| stream_rows(conn, &sql, &params, &types, tx)).await;
+        if let Err(e) = &r {
+            // Errors raised on the thread were sent there already; this covers `Closed`.
+            if matches!(e, StoreError::Closed) {
+                let _ = err_tx.send(Err(e.clone())).await;
+            }
+        }
+        r
+    }
+
+    pub(crate) async fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        let gate = self.gate_for_write().await?;
+        let sql = sql.to_owned();
+        self.run(move |conn| {
+            let r = conn.execute_batch(&sql).map_err(StoreError::from);
+            drop(gate);
+            r
+        })
+        .await
+    }
+
+    pub(crate) async fn execute_many(&mut self, sql: &str, rows: Vec<Vec<Value>>) -> Result<u64, StoreError> {
+        let gate = self.gate_for_write().await?;
+        let sql = sql.to_owned();
+        self.run(move |conn| {
+            let r = (|| {
+                let mut st = prepare(conn, &sql)?;
+                let mut total = 0;
+                for row in &rows {
+                    bind(&mut st, row)?;
+                    total += run_bound(conn, &mut st)?;
+                }
+                Ok(total)
+            })();
+            drop(gate);
+            r
+        })
+        .await
+    }
+
+    pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
+        let gate = self.lock_gate().await?;
+        self.run(|conn| conn.execute_batch("BEGIN IMMEDIATE").map_err(StoreError::from)).await?;
+        self.gate = Some(gate);
+        self.in_tx = true;
+        Ok(())
+    }
+
+    pub(crate) async fn commit(&mut self) -> Result<(), StoreError> {
+        let (r, still_open) = self
+            .run(|conn| {
+                let r = conn.execute_batch("COMMIT").map_err(StoreError::from);
+                Ok((r, !conn.is_autocommit()))
+            })
+            .await?;
+        if !still_open {
+            self.end_tx();
+        }
+        r
+    }
+
+    pub(crate) async fn rollback(&mut self) -> Result<(), StoreError> {
+        let r = self
+            .run(|conn| {
+                // SQLite may have rolled back already (after SQLITE_FULL, SQLITE_IOERR …).
+                if conn.is_autocommit() {
+                    return Ok(());
+                }
+                conn.execute_batch("ROLLBACK").map_err(StoreError::from)
+            })
+            .await;
+        self.end_tx();
+        r
+    }
+
+    fn end_tx(&mut self) {
+        self.in_tx = false;
+        self.gate = None;
+    }
+}
+
+fn prepare<'c>(conn: &'c Connection, sql: &str) -> Result<rusqlite::CachedStatement<'c>, StoreError> {
+    Ok(conn.prepare_cached(sql)?)
+}
+
+/// A `Value` as a SQLite parameter.
+struct Bind<'a>(&'a Value);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            Value::Float(f) => ToSqlOutput::Borrowed(ValueRef::Real(*f)),
+            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Value::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*b))),
+            Value::Timestamp(t) => ToSqlOutput::Owned(rusqlite::types::Value::Text(timestamp_sort_key(t))),
+        })
+    }
+}
+
+/// Bind every parameter (`?1..?n`); the count must match the statement's.
+fn bind(st: &mut Statement<'_>, params: &[Value]) -> Result<(), StoreError> {
+    let expected = st.parameter_count();
+    if expected != params.len() {
+        return Err(StoreError::Database(format!(
+            "the statement has {expected} parameters but {} values were given",
+            params.len()
+        )));
+    }
+    for (i, v) in params.iter().enumerate() {
+        st.raw_bind_parameter(i + 1, Bind(v))?;
+    }
+    Ok(())
+}
+
+/// Run a bound statement to completion; rows changed (or, for a read-only statement that
+/// returns rows, the rows returned — PostgreSQL's count for a SELECT).
+fn run_bound(conn: &Connection, st: &mut Statement<'_>) -> Result<u64, StoreError> {
+    if st.column_count() == 0 {
+        return Ok(st.raw_execute()? as u64);
+    }
+    let readonly = st.readonly();
+    let mut rows = st.raw_query();
+    let mut n = 0u64;
+    while rows.next()?.is_some() {
+        n += 1;
+    }
+    drop(rows);
+    Ok(if readonly { n } else { conn.changes() })
+}
+
+/// Removes the progress handler (and the `Sender` clone it holds) however the row loop ends.
+struct ProgressGuard<'c>(&'c Connection);
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.progress_handler(0, None::<fn() -> bool>);
+    }
+}
+
+fn stream_rows(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    types: &[ValueType],
+    tx: mpsc::Sender<Result<Vec<Value>, StoreError>>,
+) -> Result<u64, StoreError> {
+    let r = stream_inner(conn, sql, params, types, &tx);
+    if let Err(e) = &r {
+        let _ = tx.blocking_send(Err(e.clone()));
+    }
+    r
+}
+
+fn stream_inner(
+    conn: &Connection,
+    sql: &str,
+    params: &[Value],
+    types: &[ValueType],
+    tx: &mpsc::Sender<Result<Vec<Value>, StoreError>>,
+) -> Result<u64, StoreError> {
+    if tx.is_closed() {
+        return Ok(0);
+    }
+    let mut st = prepare(conn, sql)?;
+    check_types(st.column_count(), types)?;
+    bind(&mut st, params)?;
+    let watch = tx.clone();
+    conn.progress_handler(PROGRESS_OPS, Some(move || watch.is_closed()))?;
+    let _guard = ProgressGuard(conn);
+    let mut rows = st.raw_query();
+    let mut sent = 0u64;
+    loop {
+        match rows.next() {
+            Ok(Some(row)) => {
+                let values = decode_row(row, types)?;
+                if tx.blocking_send(Ok(values)).is_err() {
+                    return Ok(sent); // receiver dropped: cancelled
+                }
+                sent += 1;
+            }
+            Ok(None) => return Ok(sent),
+            Err(_) if tx.is_closed() => return Ok(sent), // interrupted by the progress handler
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn decode_row(row: &rusqlite::Row<'_>, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
+    types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let v = row.get_ref(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
+            decode_value(i, *t, v)
+        })
+        .collect()
+}
+
+fn decode_value(i: usize, t: ValueType, v: ValueRef<'_>) -> Result<Value, StoreError> {
+    let text = |b: &[u8]| {
+        std::str::from_utf8(b).map(str::to_owned).map_err(|_| StoreError::decode(i, "text is not UTF-8"))
+    };
+    Ok(match (t, v) {
+        (_, ValueRef::Null) => Value::Null,
+        (ValueType::Int, ValueRef::Integer(n)) => Value::Int(n),
+        (ValueType::Float, ValueRef::Real(f)) => Value::Float(f),
+        // A REAL column (or a float expression) may hand back an INTEGER.
+        (ValueType::Float, ValueRef::Integer(n)) => Value::Float(n as f64),
+        (ValueType::Text, ValueRef::Text(b)) => Value::Text(text(b)?),
+        (ValueType::Bool, ValueRef::Integer(n)) => Value::Bool(n != 0),
+        (ValueType::Timestamp, ValueRef::Text(b)) => {
+            let s = text(b)?;
+            Value::Timestamp(
+                parse_timestamp(&s)
+                    .ok_or_else(|| StoreError::decode(i, format!("'{s}' is not a timestamp")))?,
+            )
+        }
+        (t, other) => {
+            return Err(StoreError::decode(
+                i,
+                format!("expected {}, found SQLite {}", type_name(t), other.data_type()),
+            ));
+        }
+    })
+}

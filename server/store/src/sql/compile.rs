@@ -1,0 +1,459 @@
+//! Compiles resolved plans (`SelectPlan`, `UpdatePlan`, `DeletePlan`) into one SQL statement
+//! with bound parameters. Tables are `e<collection id> AS t<i>`, attributes `a<attribute id>`.
+
+use std::fmt::Write;
+
+use ardacat_core::query::ast::{BinOp, Expr, Func, Literal, UnOp};
+use ardacat_core::query::{Column, Term, expr_type};
+use ardacat_core::store::{AttrDef, DeletePlan, SelectPlan, UpdatePlan};
+use ardacat_core::types::{Value, ValueType};
+
+use super::Dialect;
+
+/// A statement ready to run: text, parameters, and the types of the result columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compiled {
+    pub sql: String,
+    pub params: Vec<Value>,
+    pub types: Vec<ValueType>,
+}
+
+pub fn table_name(collection_id: i64) -> String {
+    format!("e{collection_id}")
+}
+
+pub fn attr_column(attr_id: i64) -> String {
+    format!("a{attr_id}")
+}
+
+fn column_name(c: Column) -> String {
+    match c {
+        Column::Id => "id".into(),
+        Column::File => "file".into(),
+        Column::Owner => "owner".into(),
+        Column::Group => "grp".into(),
+        Column::Perms => "perms".into(),
+        Column::Created => "created".into(),
+        Column::Modified => "modified".into(),
+        Column::Attr(id) => attr_column(id),
+    }
+}
+
+struct Builder {
+    dialect: Dialect,
+    sql: String,
+    params: Vec<Value>,
+    /// In UPDATE/DELETE the target table is referenced by its own name, not `t0`.
+    target_alias: String,
+}
+
+impl Builder {
+    fn new(dialect: Dialect) -> Self {
+        Builder { dialect, sql: String::new(), params: Vec::new(), target_alias: "t0".into() }
+    }
+
+    fn param(&mut self, v: Value, t: ValueType) {
+        self.params.push(v);
+        let p = self.dialect.param(self.params.len(), t);
+        self.sql.push_str(&p);
+    }
+
+    fn alias(&self, table: usize) -> String {
+        if table == 0 { self.target_alias.clone() } else { format!("t{table}") }
+    }
+
+    fn expr(&mut self, e: &Expr<Term>) {
+        match e {
+            Expr::Lit(Literal::Null) => self.sql.push_str("NULL"),
+            Expr::Lit(l) => {
+                let (v, t) = match l {
+                    Literal::Int(i) => (Value::Int(*i), ValueType::Int),
+                    Literal::Float(f) => (Value::Float(*f), ValueType::Float),
+                    Literal::Str(s) => (Value::Text(s.clone()), ValueType::Text),
+                    Literal::Bool(b) => (Value::Bool(*b), ValueType::Bool),
+                    Literal::Null => (Value::Null, ValueType::Text),
+                };
+                self.param(v, t);
+            }
+            Expr::Ref(Term::Column { table, column, .. }) => {
+                let a = self.alias(*table);
+                let _ = write!(self.sql, "{a}.{}", column_name(*column));
+            }
+            Expr::Ref(Term::Const(v, t)) => self.param(v.clone(), *t),
+            Expr::Unary(UnOp::Not, a) => {
+                self.sql.push_str("(NOT ");
+                self.expr(a);
+                self.sql.push(')');
+            }
+            Expr::Unary(UnOp::Neg, a) => {
+                self.sql.push_str("(-");
+                self.expr(a);
+                self.sql.push(')');
+            }
+            Expr::Binary(BinOp::Div, a, b) => {
+                // Division by zero is NULL on both backends (PostgreSQL would raise, SQLite not).
+                self.sql.push('(');
+                self.expr(a);
+                self.sql.push_str(" / NULLIF(");
+                self.expr(b);
+                self.sql.push_str(", 0))");
+            }
+            Expr::Binary(op, a, b) => {
+                let op = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    BinOp::Div => "/",
+                    BinOp::Eq => "=",
+                    BinOp::Ne => "<>",
+                    BinOp::Lt => "<",
+                    BinOp::Le => "<=",
+                    BinOp::Gt => ">",
+                    BinOp::Ge => ">=",
+                    BinOp::And => "AND",
+                    BinOp::Or => "OR",
+                };
+                self.sql.push('(');
+                self.expr(a);
+                let _ = write!(self.sql, " {op} ");
+                self.expr(b);
+                self.sql.push(')');
+            }
+            Expr::Call(f, args) => {
+                self.sql.push_str(match f {
+                    Func::Lower => "lower(",
+                    Func::Upper => "upper(",
+                });
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        self.sql.push_str(", ");
+                    }
+                    self.expr(a);
+                }
+                self.sql.push(')');
+            }
+            Expr::Like { expr, pattern, case_insensitive, negated } => {
+                let e = self.sub(expr);
+                let p = self.sub(pattern);
+                if *case_insensitive {
+                    let s = self.dialect.ilike(&e, &p, *negated);
+                    self.sql.push_str(&s);
+                } else {
+                    let not = if *negated { "NOT " } else { "" };
+                    let _ = write!(self.sql, "({e} {not}LIKE {p} ESCAPE '\\')");
+                }
+            }
+            Expr::InList { expr, list, negated } => {
+                self.sql.push('(');
+                self.expr(expr);
+                self.sql.push_str(if *negated { " NOT IN (" } else { " IN (" });
+                for (i, item) in list.iter().enumerate() {
+                    if i > 0 {
+                        self.sql.push_str(", ");
+                    }
+                    self.expr(item);
+                }
+                self.sql.push_str("))");
+            }
+            Expr::Between { expr, low, high, negated } => {
+                self.sql.push('(');
+                self.expr(expr);
+                self.sql.push_str(if *negated { " NOT BETWEEN " } else { " BETWEEN " });
+                self.expr(low);
+                self.sql.push_str(" AND ");
+                self.expr(high);
+                self.sql.push(')');
+            }
+            Expr::IsNull { expr, negated } => {
+                self.sql.push('(');
+                self.expr(expr);
+                self.sql.push_str(if *negated { " IS NOT NULL)" } else { " IS NULL)" });
+            }
+        }
+    }
+
+    /// Compile a sub-expression into its own string (parameters still go to `self`).
+    fn sub(&mut self, e: &Expr<Term>) -> String {
+        let saved = std::mem::take(&mut self.sql);
+        self.expr(e);
+        std::mem::replace(&mut self.sql, saved)
+    }
+
+    fn conditions(&mut self, filter: Option<&Expr<Term>>, name_patterns: &[(usize, String)]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (table, pattern) in name_patterns {
+            let a = self.alias(*table);
+            let p = self.sub(&Expr::Ref(Term::Const(Value::Text(pattern.clone()), ValueType::Text)));
+            out.push(format!("{a}.file LIKE {p} ESCAPE '\\'"));
+        }
+        if let Some(f) = filter {
+            out.push(self.sub(f));
+        }
+        out
+    }
+}
+
+/// The strict "comes after" predicate over a list of sort keys: NULL sorts first ascending and
+/// last descending, matching the ORDER BY emitted beside it.
+fn keyset_after(b: &mut Builder, keys: &[(String, bool, ValueType)], after: &[Value]) -> String {
+    let mut alternatives = Vec::new();
+    for i in 0..keys.len().min(after.len()) {
+        let mut parts = Vec::new();
+        for j in 0..i {
+            let (k, _, t) = &keys[j];
+            match &after[j] {
+                Value::Null => parts.push(format!("{k} IS NULL")),
+                v => {
+                    let p = b.sub(&Expr::Ref(Term::Const(v.clone(), *t)));
+                    parts.push(format!("{k} = {p}"));
+                }
+            }
+        }
+        let (k, desc, t) = &keys[i];
+        let gt = match (&after[i], desc) {
+            (Value::Null, false) => format!("{k} IS NOT NULL"),
+            (Value::Null, true) => "1 = 0".to_string(),
+            (v, false) => {
+                let p = b.sub(&Expr::Ref(Term::Const(v.clone(), *t)));
+                format!("{k} > {p}")
+            }
+            (v, true) => {
+                let p = b.sub(&Expr::Ref(Term::Const(v.clone(), *t)));
+                format!("({k} < {p} OR {k} IS NULL)")
+            }
+        };
+        parts.push(gt);
+        alternatives.push(format!("({})", parts.join(" AND ")));
+    }
+    format!("({})", alternatives.join(" OR "))
+}
+
+/// `SELECT <columns>, <keys> FROM e.. AS t0, … WHERE … ORDER BY <keys> [LIMIT n]`.
+pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
+    let mut b = Builder::new(d);
+    let keys = plan.order_keys();
+    let mut select_list = Vec::new();
+    for c in &plan.columns {
+        select_list.push(b.sub(c));
+    }
+    let mut key_sql = Vec::new();
+    for k in &keys {
+        let s = b.sub(&k.expr);
+        key_sql.push((s, k.descending, expr_type(&k.expr)));
+    }
+    let ncols = select_list.len();
+    select_list.extend(key_sql.iter().map(|(s, _, _)| s.clone()));
+    let from: Vec<String> =
+        plan.tables.iter().enumerate().map(|(i, id)| format!("{} AS t{i}", table_name(*id))).collect();
+    let mut conds = b.conditions(plan.filter.as_ref(), &plan.name_patterns);
+    if let Some(after) = &plan.after {
+        conds.push(keyset_after(&mut b, &key_sql, after));
+    }
+    let mut sql = format!(
+        "SELECT {}{} FROM {}",
+        if plan.distinct { "DISTINCT " } else { "" },
+        select_list.join(", "),
+        from.join(", ")
+    );
+    if !conds.is_empty() {
+        let _ = write!(sql, " WHERE {}", conds.join(" AND "));
+    }
+    // Ordinals: the keys are in the select list already, and DISTINCT requires it.
+    let order: Vec<String> = key_sql
+        .iter()
+        .enumerate()
+        .map(|(i, (_, desc, _))| {
+            format!("{} {}", ncols + i + 1, if *desc { "DESC NULLS LAST" } else { "ASC NULLS FIRST" })
+        })
+        .collect();
+    if !order.is_empty() {
+        let _ = write!(sql, " ORDER BY {}", order.join(", "));
+    }
+    if let Some(n) = plan.limit {
+        let _ = write!(sql, " LIMIT {n}");
+    }
+    let mut types = plan.column_types.clone();
+    types.extend(key_sql.iter().map(|(_, _, t)| *t));
+    b.sql = sql;
+    Compiled { sql: b.sql, params: b.params, types }
+}
+
+/// The WHERE clause of an UPDATE/DELETE on table 0: its own patterns, and other tables of the
+/// implicit join through `EXISTS (SELECT 1 FROM …)`.
+fn target_where(b: &mut Builder, tables: &[i64], filter: Option<&Expr<Term>>, patterns: &[(usize, String)]) -> String {
+    let (own, others): (Vec<_>, Vec<_>) = patterns.iter().cloned().partition(|(t, _)| *t == 0);
+    let mut conds = b.conditions(None, &own);
+    if tables.len() > 1 {
+        let from: Vec<String> =
+            tables.iter().enumerate().skip(1).map(|(i, id)| format!("{} AS t{i}", table_name(*id))).collect();
+        let inner = b.conditions(filter, &others);
+        let mut sub = format!("EXISTS (SELECT 1 FROM {}", from.join(", "));
+        if !inner.is_empty() {
+            let _ = write!(sub, " WHERE {}", inner.join(" AND "));
+        }
+        sub.push(')');
+        conds.push(sub);
+    } else if let Some(f) = filter {
+        conds.push(b.sub(f));
+    }
+    if conds.is_empty() { String::new() } else { format!(" WHERE {}", conds.join(" AND ")) }
+}
+
+pub fn compile_update(d: Dialect, plan: &UpdatePlan, now: Value) -> Compiled {
+    let mut b = Builder::new(d);
+    let target = table_name(plan.tables[0]);
+    b.target_alias = target.clone();
+    let mut sets = Vec::new();
+    for (attr, e) in &plan.assignments {
+        let v = b.sub(e);
+        sets.push(format!("{} = {v}", attr_column(attr.id)));
+    }
+    let m = b.sub(&Expr::Ref(Term::Const(now, ValueType::Timestamp)));
+    sets.push(format!("modified = {m}"));
+    let w = target_where(&mut b, &plan.tables, plan.filter.as_ref(), &plan.name_patterns);
+    Compiled { sql: format!("UPDATE {target} SET {}{w}", sets.join(", ")), params: b.params, types: vec![] }
+}
+
+pub fn compile_delete(d: Dialect, plan: &DeletePlan) -> Compiled {
+    let mut b = Builder::new(d);
+    let target = table_name(plan.tables[0]);
+    b.target_alias = target.clone();
+    let w = target_where(&mut b, &plan.tables, plan.filter.as_ref(), &plan.name_patterns);
+    Compiled { sql: format!("DELETE FROM {target}{w}"), params: b.params, types: vec![] }
+}
+
+/// `INSERT INTO e<id> (file, owner, grp, perms, created, modified, a…) VALUES (…), …` for
+/// `rows` rows at once.
+pub fn compile_insert(d: Dialect, collection_id: i64, attrs: &[AttrDef], rows: usize) -> String {
+    let mut cols = vec!["file", "owner", "grp", "perms", "created", "modified"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    let mut types = vec![
+        ValueType::Text,
+        ValueType::Text,
+        ValueType::Text,
+        ValueType::Int,
+        ValueType::Timestamp,
+        ValueType::Timestamp,
+    ];
+    for a in attrs {
+        cols.push(attr_column(a.id));
+        types.push(a.attr_type.value_type());
+    }
+    let width = cols.len();
+    let mut sql = format!("INSERT INTO {} ({}) VALUES ", table_name(collection_id), cols.join(", "));
+    for r in 0..rows {
+        if r > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for (i, t) in types.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&d.param(r * width + i + 1, *t));
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ardacat_core::query::ast::OrderItem;
+    use ardacat_core::types::AttrType;
+
+    fn col(table: usize, column: Column, vtype: ValueType) -> Expr<Term> {
+        Expr::Ref(Term::Column { table, column, vtype })
+    }
+
+    fn plan() -> SelectPlan {
+        SelectPlan {
+            tables: vec![5, 7],
+            columns: vec![col(0, Column::File, ValueType::Text), col(1, Column::Attr(3), ValueType::Int)],
+            column_types: vec![ValueType::Text, ValueType::Int],
+            filter: Some(Expr::Binary(
+                BinOp::Gt,
+                Box::new(col(1, Column::Attr(3), ValueType::Int)),
+                Box::new(Expr::Ref(Term::Const(Value::Int(10), ValueType::Int))),
+            )),
+            name_patterns: vec![(0, "t%".into())],
+            order_by: vec![OrderItem { expr: col(1, Column::Attr(3), ValueType::Int), descending: true }],
+            distinct: false,
+            limit: Some(5),
+            after: None,
+        }
+    }
+
+    #[test]
+    fn select_sqlite() {
+        let c = compile_select(Dialect::Sqlite, &plan());
+        assert_eq!(
+            c.sql,
+            "SELECT t0.file, t1.a3, t1.a3, t0.id, t1.id FROM e5 AS t0, e7 AS t1 \
+             WHERE t0.file LIKE ?1 ESCAPE '\\' AND (t1.a3 > ?2) \
+             ORDER BY 3 DESC NULLS LAST, 4 ASC NULLS FIRST, 5 ASC NULLS FIRST LIMIT 5"
+        );
+        assert_eq!(c.params, vec![Value::Text("t%".into()), Value::Int(10)]);
+        assert_eq!(c.types.len(), 5);
+    }
+
+    #[test]
+    fn select_postgres_casts_params() {
+        let c = compile_select(Dialect::Postgres, &plan());
+        assert!(c.sql.contains("t0.file LIKE $1::text ESCAPE '\\'"), "{}", c.sql);
+        assert!(c.sql.contains("(t1.a3 > $2::int8)"));
+    }
+
+    #[test]
+    fn keyset_continuation() {
+        let mut p = plan();
+        p.after = Some(vec![Value::Int(7), Value::Int(1), Value::Int(2)]);
+        let c = compile_select(Dialect::Sqlite, &p);
+        assert!(
+            c.sql.contains("(((t1.a3 < ?3 OR t1.a3 IS NULL)) OR (t1.a3 = ?4 AND t0.id > ?5) OR (t1.a3 = ?6 AND t0.id = ?7 AND t1.id > ?8))"),
+            "{}",
+            c.sql
+        );
+        p.after = Some(vec![Value::Null, Value::Int(1), Value::Int(2)]);
+        let c = compile_select(Dialect::Sqlite, &p);
+        assert!(c.sql.contains("((1 = 0) OR (t1.a3 IS NULL AND t0.id > ?3)"), "{}", c.sql);
+    }
+
+    #[test]
+    fn update_with_join_uses_exists() {
+        let attr = AttrDef { id: 4, name: "sssin".into(), attr_type: AttrType::Float, indexed: false };
+        let plan = UpdatePlan {
+            tables: vec![5, 9],
+            assignments: vec![(
+                attr,
+                Expr::Binary(
+                    BinOp::Add,
+                    Box::new(col(0, Column::Attr(4), ValueType::Float)),
+                    Box::new(Expr::Ref(Term::Const(Value::Int(1), ValueType::Int))),
+                ),
+            )],
+            filter: Some(Expr::Binary(
+                BinOp::Eq,
+                Box::new(col(0, Column::Attr(2), ValueType::Int)),
+                Box::new(col(1, Column::Attr(8), ValueType::Int)),
+            )),
+            name_patterns: vec![],
+        };
+        let c = compile_update(Dialect::Sqlite, &plan, Value::Null);
+        assert_eq!(
+            c.sql,
+            "UPDATE e5 SET a4 = (e5.a4 + ?1), modified = ?2 WHERE EXISTS (SELECT 1 FROM e9 AS t1 WHERE (e5.a2 = t1.a8))"
+        );
+    }
+
+    #[test]
+    fn insert_rows() {
+        let attrs = vec![AttrDef { id: 2, name: "x".into(), attr_type: AttrType::Int, indexed: false }];
+        let sql = compile_insert(Dialect::Postgres, 3, &attrs, 2);
+        assert!(sql.starts_with("INSERT INTO e3 (file, owner, grp, perms, created, modified, a2) VALUES ($1::text"));
+        assert!(sql.ends_with("$14::int8)"));
+    }
+}

@@ -1,0 +1,994 @@
+//! Executor tests, run against SQLite (a temp file and memory) and a real PostgreSQL.
+//!
+//! PostgreSQL: `ARDACAT_TEST_PG` (default `postgres://postgres@127.0.0.1:5432/postgres`) must be
+//! reachable with rights to create databases. Each test creates `ardacat_test_<unique>` and drops
+//! it afterwards, also when the test fails. An unreachable server fails the tests; it never skips.
+
+use ardacat_core::types::{Value, ValueType, parse_timestamp};
+use ardacat_store::exec::migrate;
+use ardacat_store::{Backend, Db, DbOptions, StoreError};
+use futures::FutureExt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+type RowResult = Result<Vec<Value>, StoreError>;
+
+const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+fn admin_url() -> String {
+    std::env::var("ARDACAT_TEST_PG").unwrap_or_else(|_| DEFAULT_PG.to_string())
+}
+
+fn unique_name() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("ardacat_test_{}_{}_{}", std::process::id(), nanos, N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn small_opts() -> DbOptions {
+    DbOptions { acquire_timeout: Duration::from_secs(10), ..DbOptions::default() }
+}
+
+/// Run `f` against a fresh PostgreSQL database; drop the database afterwards, even on panic.
+async fn on_pg<F, Fut>(opts: DbOptions, f: F)
+where
+    F: FnOnce(Db, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let admin_url = admin_url();
+    let admin = Db::open(&admin_url, DbOptions { pool_size: 1, ..DbOptions::default() })
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL must be reachable at {admin_url} for these tests: {e}"));
+    let name = unique_name();
+    admin.acquire().await.unwrap().execute_batch(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let base = admin_url.rsplit_once('/').expect("database url with a path").0;
+    let url = format!("{base}/{name}");
+    let db = Db::open(&url, opts).await.expect("open the test database");
+    let outcome = AssertUnwindSafe(f(db, url)).catch_unwind().await;
+    admin
+        .acquire()
+        .await
+        .unwrap()
+        .execute_batch(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .await
+        .expect("drop the test database");
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Run `f` against a fresh SQLite file in a temporary folder.
+async fn on_sqlite_file<F, Fut>(opts: DbOptions, f: F)
+where
+    F: FnOnce(Db, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("catalogue.db").display());
+    let db = Db::open(&url, opts).await.expect("open the SQLite file");
+    f(db, url).await;
+}
+
+/// Run `f` against a private in-memory SQLite database.
+async fn on_sqlite_memory<F, Fut>(opts: DbOptions, f: F)
+where
+    F: FnOnce(Db, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let db = Db::open("sqlite::memory:", opts).await.expect("open sqlite::memory:");
+    f(db, "sqlite::memory:".into()).await;
+}
+
+/// Test SQL is written with `$n`; SQLite wants `?n`.
+fn sql(db: &Db, pg: &str) -> String {
+    match db.backend() {
+        Backend::Postgres => pg.to_string(),
+        Backend::Sqlite => pg.replace('$', "?"),
+    }
+}
+
+fn ts(s: &str) -> Value {
+    Value::Timestamp(parse_timestamp(s).unwrap())
+}
+
+/// sqlx hands a connection back to the pool from a spawned task: give it a moment.
+async fn assert_all_released(db: &Db) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while db.pool_stats().in_use != 0 {
+        assert!(Instant::now() < deadline, "connections still in use: {:?}", db.pool_stats());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn count(db: &Db, table: &str) -> i64 {
+    let mut c = db.acquire().await.unwrap();
+    let rows = c.query(&format!("SELECT count(*) FROM {table}"), &[], &[ValueType::Int]).await.unwrap();
+    match rows.as_slice() {
+        [row] => match row.as_slice() {
+            [Value::Int(n)] => *n,
+            other => panic!("count: {other:?}"),
+        },
+        other => panic!("count: {other:?}"),
+    }
+}
+
+const ALL_TYPES: [ValueType; 6] =
+    [ValueType::Int, ValueType::Int, ValueType::Float, ValueType::Text, ValueType::Bool, ValueType::Timestamp];
+
+fn create_rt(db: &Db) -> &'static str {
+    match db.backend() {
+        Backend::Postgres => {
+            "CREATE TABLE rt (id BIGINT PRIMARY KEY, i BIGINT, f DOUBLE PRECISION, t TEXT COLLATE \"C\", b BOOLEAN, ts TIMESTAMP);
+             CREATE TABLE parent (id BIGINT PRIMARY KEY, k TEXT UNIQUE);
+             CREATE TABLE child (id BIGINT PRIMARY KEY, parent_id BIGINT REFERENCES parent(id));"
+        }
+        Backend::Sqlite => {
+            "CREATE TABLE rt (id INTEGER PRIMARY KEY, i INTEGER, f REAL, t TEXT, b INTEGER, ts TEXT) STRICT;
+             CREATE TABLE parent (id INTEGER PRIMARY KEY, k TEXT UNIQUE) STRICT;
+             CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id)) STRICT;"
+        }
+    }
+}
+
+fn rt_rows() -> Vec<Vec<Value>> {
+    vec![
+        vec![
+            Value::Int(1),
+            Value::Int(i64::MAX),
+            Value::Float(0.1),
+            Value::Text("héllo 'quoted' \"x\" ☃ \\ %_".into()),
+            Value::Bool(true),
+            ts("2024-02-29 10:11:12.123456"),
+        ],
+        vec![
+            Value::Int(2),
+            Value::Int(i64::MIN),
+            Value::Float(-1.5e300),
+            Value::Text(String::new()),
+            Value::Bool(false),
+            ts("0001-01-01 00:00:00"),
+        ],
+        vec![
+            Value::Int(3),
+            Value::Int(0),
+            Value::Float(3.0),
+            Value::Text("Hello".into()),
+            Value::Bool(true),
+            ts("9999-12-31 23:59:59.999999"),
+        ],
+        vec![Value::Int(4), Value::Null, Value::Null, Value::Null, Value::Null, Value::Null],
+        vec![
+            Value::Int(5),
+            Value::Int(-1),
+            Value::Float(f64::MIN_POSITIVE),
+            Value::Text("line\nbreak\ttab".into()),
+            Value::Bool(false),
+            ts("1970-01-01 00:00:00.000001"),
+        ],
+    ]
+}
+
+/// Everything a round trip yields; compared across backends by `round_trip_parity`.
+async fn round_trip(db: Db) -> Vec<Vec<Vec<Value>>> {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    let insert = sql(&db, "INSERT INTO rt (id, i, f, t, b, ts) VALUES ($1, $2, $3, $4, $5, $6)");
+    for row in rt_rows() {
+        assert_eq!(c.execute(&insert, &row).await.unwrap(), 1);
+    }
+    let mut answers = Vec::new();
+
+    let all = c.query("SELECT id, i, f, t, b, ts FROM rt ORDER BY id", &[], &ALL_TYPES).await.unwrap();
+    assert_eq!(all, rt_rows());
+    answers.push(all);
+
+    // Parameters in comparisons: timestamps order the same way on both backends (SQLite compares
+    // the fixed-width sort key), NULL parameters bind, LIKE is case-sensitive on both.
+    let ids = c
+        .query(&sql(&db, "SELECT id FROM rt WHERE ts >= $1 ORDER BY id"), &[ts("1970-01-01")], &[ValueType::Int])
+        .await
+        .unwrap();
+    assert_eq!(ids, vec![vec![Value::Int(1)], vec![Value::Int(3)], vec![Value::Int(5)]]);
+    answers.push(ids);
+    let like = c.query("SELECT id FROM rt WHERE t LIKE 'h%' ORDER BY id", &[], &[ValueType::Int]).await.unwrap();
+    assert_eq!(like, vec![vec![Value::Int(1)]]);
+    answers.push(like);
+    let by_bool = c
+        .query(&sql(&db, "SELECT id FROM rt WHERE b = $1 ORDER BY id"), &[Value::Bool(true)], &[ValueType::Int])
+        .await
+        .unwrap();
+    assert_eq!(by_bool, vec![vec![Value::Int(1)], vec![Value::Int(3)]]);
+    answers.push(by_bool);
+
+    // Parameter echo, NULLs of every type included.
+    let echo_sql = match db.backend() {
+        Backend::Postgres => "SELECT $1::int8, $2::float8, $3::text, $4::bool, $5::timestamp",
+        Backend::Sqlite => "SELECT ?1, ?2, ?3, ?4, ?5",
+    };
+    let echo_types = [ValueType::Int, ValueType::Float, ValueType::Text, ValueType::Bool, ValueType::Timestamp];
+    for params in [
+        vec![
+            Value::Int(-42),
+            Value::Float(2.5),
+            Value::Text("x".into()),
+            Value::Bool(true),
+            ts("2001-02-03 04:05:06.7"),
+        ],
+        vec![Value::Null; 5],
+    ] {
+        let got = c.query(echo_sql, &params, &echo_types).await.unwrap();
+        assert_eq!(got, vec![params]);
+        answers.push(got);
+    }
+
+    // An integer where a float is expected is converted on both backends.
+    let three = c.query("SELECT 3", &[], &[ValueType::Float]).await.unwrap();
+    assert_eq!(three, vec![vec![Value::Float(3.0)]]);
+    answers.push(three);
+    answers
+}
+
+#[tokio::test]
+async fn round_trip_sqlite_file() {
+    on_sqlite_file(small_opts(), |db, _| async move {
+        round_trip(db).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn round_trip_sqlite_memory() {
+    on_sqlite_memory(small_opts(), |db, _| async move {
+        round_trip(db).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn round_trip_postgres() {
+    on_pg(small_opts(), |db, _| async move {
+        round_trip(db).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn round_trip_parity() {
+    let mut sqlite = Vec::new();
+    on_sqlite_memory(small_opts(), |db, _| async {
+        sqlite = round_trip(db).await;
+    })
+    .await;
+    let mut pg = Vec::new();
+    on_pg(small_opts(), |db, _| async {
+        pg = round_trip(db).await;
+    })
+    .await;
+    assert!(!sqlite.is_empty());
+    assert_eq!(sqlite, pg);
+}
+
+/// One SQL text executed with different value types (and NULL first) keeps giving right answers.
+async fn rebinding(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    // NULL first into typed columns, then real values, through the same statement.
+    let insert = sql(&db, "INSERT INTO rt (id, i, f, t, b, ts) VALUES ($1, $2, $3, $4, $5, $6)");
+    let null_row = vec![Value::Int(4), Value::Null, Value::Null, Value::Null, Value::Null, Value::Null];
+    c.execute(&insert, &null_row).await.unwrap();
+    for row in rt_rows().into_iter().filter(|r| r[0] != Value::Int(4)) {
+        c.execute(&insert, &row).await.unwrap();
+    }
+    let all = c.query("SELECT id, i, f, t, b, ts FROM rt ORDER BY id", &[], &ALL_TYPES).await.unwrap();
+    assert_eq!(all, rt_rows());
+
+    // An Int, then a Float, then NULL compared with a float column.
+    let q = sql(&db, "SELECT id FROM rt WHERE f > $1 ORDER BY id");
+    let ids = |v: &[i64]| v.iter().map(|i| vec![Value::Int(*i)]).collect::<Vec<_>>();
+    assert_eq!(c.query(&q, &[Value::Int(1)], &[ValueType::Int]).await.unwrap(), ids(&[3]));
+    assert_eq!(c.query(&q, &[Value::Float(0.05)], &[ValueType::Int]).await.unwrap(), ids(&[1, 3]));
+    assert_eq!(c.query(&q, &[Value::Null], &[ValueType::Int]).await.unwrap(), ids(&[]));
+    // NULL first where only the select list gives context: text.
+    let echo = "SELECT $1 AS echo";
+    let echo = sql(&db, echo);
+    assert_eq!(c.query(&echo, &[Value::Null], &[ValueType::Text]).await.unwrap(), vec![vec![Value::Null]]);
+    assert_eq!(
+        c.query(&echo, &[Value::Text("x".into())], &[ValueType::Text]).await.unwrap(),
+        vec![vec![Value::Text("x".into())]]
+    );
+    // A value that cannot be what the statement expects is an error, never garbage.
+    if db.backend() == Backend::Postgres {
+        let e = c.query(&q, &[Value::Text("abc".into())], &[ValueType::Int]).await.unwrap_err();
+        assert!(matches!(e, StoreError::Database(_)), "{e:?}");
+    }
+}
+
+#[tokio::test]
+async fn rebinding_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| rebinding(db)).await;
+}
+
+#[tokio::test]
+async fn rebinding_postgres() {
+    on_pg(small_opts(), |db, _| rebinding(db)).await;
+}
+
+async fn decode_errors(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    let e = c.query("SELECT 1, 'abc'", &[], &[ValueType::Int, ValueType::Int]).await.unwrap_err();
+    assert!(matches!(e, StoreError::Decode { column: 1, .. }), "{e:?}");
+    let e = c.query("SELECT 1, 'abc'", &[], &[ValueType::Int]).await.unwrap_err();
+    assert!(matches!(e, StoreError::Decode { .. }), "{e:?}");
+    let e = c.query("SELECT 'not a date'", &[], &[ValueType::Timestamp]).await.unwrap_err();
+    assert!(matches!(e, StoreError::Decode { column: 0, .. }), "{e:?}");
+    let e = c.query("SELECT 1.5", &[], &[ValueType::Text]).await.unwrap_err();
+    assert!(matches!(e, StoreError::Decode { column: 0, .. }), "{e:?}");
+    // Wrong number of parameters is an error, not a panic.
+    assert!(c.query(&sql(&db, "SELECT $1"), &[], &[ValueType::Int]).await.is_err());
+    // The connection is still fine.
+    assert_eq!(c.query("SELECT 7", &[], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(7)]]);
+}
+
+#[tokio::test]
+async fn decode_errors_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| decode_errors(db)).await;
+}
+
+#[tokio::test]
+async fn decode_errors_postgres() {
+    on_pg(small_opts(), |db, _| decode_errors(db)).await;
+}
+
+async fn migrate_twice(db: Db) {
+    db.migrate().await.unwrap();
+    db.migrate().await.unwrap();
+    let list = migrate::migrations(db.backend());
+    let mut c = db.acquire().await.unwrap();
+    let rows = c
+        .query("SELECT version, name, checksum FROM schema_migrations ORDER BY version", &[], &[
+            ValueType::Int,
+            ValueType::Text,
+            ValueType::Text,
+        ])
+        .await
+        .unwrap();
+    let expected: Vec<Vec<Value>> = list
+        .iter()
+        .map(|m| vec![Value::Int(m.version), Value::Text(m.name.into()), Value::Text(m.checksum.into())])
+        .collect();
+    assert_eq!(rows, expected);
+    // The schema is there: the root collection exists.
+    let root = c.query("SELECT path, perms FROM collections WHERE id = 1", &[], &[ValueType::Text, ValueType::Int]);
+    assert_eq!(root.await.unwrap(), vec![vec![Value::Text("/".into()), Value::Int(493)]]);
+
+    // An edited migration is refused.
+    c.execute(&sql(&db, "UPDATE schema_migrations SET checksum = $1 WHERE version = $2"), &[
+        Value::Text("0".repeat(64)),
+        Value::Int(list[0].version),
+    ])
+    .await
+    .unwrap();
+    let e = db.migrate().await.unwrap_err();
+    assert!(matches!(e, StoreError::Migration(_)), "{e:?}");
+    // A version this build does not know is refused too.
+    c.execute(&sql(&db, "UPDATE schema_migrations SET checksum = $1 WHERE version = $2"), &[
+        Value::Text(list[0].checksum.into()),
+        Value::Int(list[0].version),
+    ])
+    .await
+    .unwrap();
+    c.execute(
+        &sql(&db, "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (99999, 'future', 'x', $1)"),
+        &[ts("2030-01-01")],
+    )
+    .await
+    .unwrap();
+    let e = db.migrate().await.unwrap_err();
+    assert!(matches!(e, StoreError::Migration(_)), "{e:?}");
+    c.execute("DELETE FROM schema_migrations WHERE version = 99999", &[]).await.unwrap();
+    drop(c);
+    db.migrate().await.unwrap();
+    // Nothing is left in use (PostgreSQL: the advisory-lock connection went back to the pool).
+    assert_all_released(&db).await;
+}
+
+#[tokio::test]
+async fn migrate_twice_sqlite_file() {
+    on_sqlite_file(small_opts(), |db, _| migrate_twice(db)).await;
+}
+
+#[tokio::test]
+async fn migrate_twice_sqlite_memory() {
+    on_sqlite_memory(small_opts(), |db, _| migrate_twice(db)).await;
+}
+
+#[tokio::test]
+async fn migrate_twice_postgres() {
+    on_pg(small_opts(), |db, _| migrate_twice(db)).await;
+}
+
+#[tokio::test]
+async fn migrate_concurrently_postgres() {
+    on_pg(small_opts(), |db, url| async move {
+        // Several "processes" (separate pools) starting at once.
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let url = url.clone();
+            tasks.push(tokio::spawn(async move {
+                let db = Db::open(&url, small_opts()).await.unwrap();
+                db.migrate().await
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        assert_eq!(count(&db, "schema_migrations").await, migrate::POSTGRES.len() as i64);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn migrate_concurrently_sqlite_file() {
+    on_sqlite_file(small_opts(), |db, url| async move {
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let url = url.clone();
+            tasks.push(tokio::spawn(async move {
+                let db = Db::open(&url, small_opts()).await.unwrap();
+                db.migrate().await
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        assert_eq!(count(&db, "schema_migrations").await, migrate::SQLITE.len() as i64);
+    })
+    .await;
+}
+
+async fn constraint_errors(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    let ins_parent = sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)");
+    c.execute(&ins_parent, &[Value::Int(1), Value::Text("a".into())]).await.unwrap();
+    // Primary key and UNIQUE column.
+    let e = c.execute(&ins_parent, &[Value::Int(1), Value::Text("b".into())]).await.unwrap_err();
+    assert!(e.is_unique_violation(), "{e:?}");
+    let e = c.execute(&ins_parent, &[Value::Int(2), Value::Text("a".into())]).await.unwrap_err();
+    assert!(e.is_unique_violation(), "{e:?}");
+    // Foreign key.
+    let e = c
+        .execute(&sql(&db, "INSERT INTO child (id, parent_id) VALUES ($1, $2)"), &[Value::Int(1), Value::Int(99)])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::ForeignKeyViolation(_)), "{e:?}");
+    // Undefined table and column.
+    let e = c.query("SELECT x FROM no_such_table", &[], &[ValueType::Int]).await.unwrap_err();
+    assert!(matches!(e, StoreError::UndefinedObject(_)), "{e:?}");
+    let e = c.query("SELECT no_such_column FROM parent", &[], &[ValueType::Int]).await.unwrap_err();
+    assert!(matches!(e, StoreError::UndefinedObject(_)), "{e:?}");
+    // Syntax errors are plain database errors.
+    let e = c.execute("SELEKT 1", &[]).await.unwrap_err();
+    assert!(matches!(e, StoreError::Database(_)), "{e:?}");
+
+    // A failed statement aborts the transaction on both backends.
+    c.begin().await.unwrap();
+    c.execute(&ins_parent, &[Value::Int(10), Value::Text("x".into())]).await.unwrap();
+    let e = c.execute(&ins_parent, &[Value::Int(10), Value::Text("y".into())]).await.unwrap_err();
+    assert!(e.is_unique_violation(), "{e:?}");
+    let e = c.execute(&ins_parent, &[Value::Int(11), Value::Text("z".into())]).await.unwrap_err();
+    assert!(matches!(e, StoreError::Database(_)), "{e:?}");
+    assert!(c.commit().await.is_err());
+    assert!(!c.in_transaction());
+    assert_eq!(count(&db, "parent").await, 1);
+    // And the connection works normally afterwards.
+    c.execute(&ins_parent, &[Value::Int(12), Value::Text("w".into())]).await.unwrap();
+    assert_eq!(count(&db, "parent").await, 2);
+}
+
+#[tokio::test]
+async fn constraint_errors_sqlite() {
+    on_sqlite_file(small_opts(), |db, _| constraint_errors(db)).await;
+}
+
+#[tokio::test]
+async fn constraint_errors_postgres() {
+    on_pg(small_opts(), |db, _| constraint_errors(db)).await;
+}
+
+async fn transactions(db: Db, url: String) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    let ins = sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)");
+
+    // Rollback leaves nothing.
+    c.begin().await.unwrap();
+    assert!(c.in_transaction());
+    assert!(c.begin().await.is_err(), "no nesting");
+    for i in 0..3 {
+        c.execute(&ins, &[Value::Int(i), Value::Text(format!("k{i}"))]).await.unwrap();
+    }
+    c.rollback().await.unwrap();
+    assert!(!c.in_transaction());
+    assert_eq!(count(&db, "parent").await, 0);
+
+    // Commit keeps.
+    c.begin().await.unwrap();
+    c.execute(&ins, &[Value::Int(100), Value::Text("kept".into())]).await.unwrap();
+    c.commit().await.unwrap();
+    assert_eq!(count(&db, "parent").await, 1);
+    assert!(c.commit().await.is_err(), "commit without a transaction");
+    c.rollback().await.unwrap(); // a no-op
+    drop(c);
+
+    // Dropping a connection with an open transaction rolls it back. The pool has one
+    // connection, so the next user gets the very same one: its autocommit insert must not
+    // end up in the abandoned transaction. Check through a second, independent pool.
+    let one = Db::open(&url, DbOptions { pool_size: 1, ..small_opts() }).await.unwrap();
+    {
+        let mut c = one.acquire().await.unwrap();
+        c.begin().await.unwrap();
+        c.execute(&ins, &[Value::Int(200), Value::Text("dropped".into())]).await.unwrap();
+    }
+    let mut c = one.acquire().await.unwrap();
+    assert!(!c.in_transaction());
+    c.execute(&ins, &[Value::Int(201), Value::Text("autocommit".into())]).await.unwrap();
+    let other = Db::open(&url, small_opts()).await.unwrap();
+    let rows = other
+        .acquire()
+        .await
+        .unwrap()
+        .query("SELECT id FROM parent ORDER BY id", &[], &[ValueType::Int])
+        .await
+        .unwrap();
+    assert_eq!(rows, vec![vec![Value::Int(100)], vec![Value::Int(201)]]);
+    drop(c);
+    assert_all_released(&one).await;
+}
+
+/// A failure after a savepoint is undone by rolling back to it; the transaction goes on.
+async fn savepoints(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    let ins = sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)");
+    assert!(c.savepoint().await.is_err(), "outside a transaction");
+    c.begin().await.unwrap();
+    c.execute(&ins, &[Value::Int(1), Value::Text("a".into())]).await.unwrap();
+
+    // A failing unit: undone, the transaction survives.
+    c.savepoint().await.unwrap();
+    c.execute(&ins, &[Value::Int(2), Value::Text("b".into())]).await.unwrap();
+    let e = c.execute(&ins, &[Value::Int(1), Value::Text("dup".into())]).await.unwrap_err();
+    assert!(e.is_unique_violation());
+    assert!(c.release_savepoint().await.is_err(), "aborted until rolled back to the savepoint");
+    c.rollback_to_savepoint().await.unwrap();
+    c.release_savepoint().await.unwrap();
+
+    // A succeeding unit, nested.
+    c.savepoint().await.unwrap();
+    c.execute(&ins, &[Value::Int(3), Value::Text("c".into())]).await.unwrap();
+    c.savepoint().await.unwrap();
+    c.execute(&ins, &[Value::Int(4), Value::Text("d".into())]).await.unwrap();
+    c.rollback_to_savepoint().await.unwrap();
+    c.release_savepoint().await.unwrap();
+    c.release_savepoint().await.unwrap();
+    assert!(c.release_savepoint().await.is_err(), "none left");
+    c.commit().await.unwrap();
+    let ids = c.query("SELECT id FROM parent ORDER BY id", &[], &[ValueType::Int]).await.unwrap();
+    assert_eq!(ids, vec![vec![Value::Int(1)], vec![Value::Int(3)]]);
+}
+
+#[tokio::test]
+async fn savepoints_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| savepoints(db)).await;
+}
+
+#[tokio::test]
+async fn savepoints_postgres() {
+    on_pg(small_opts(), |db, _| savepoints(db)).await;
+}
+
+#[tokio::test]
+async fn transactions_sqlite() {
+    on_sqlite_file(small_opts(), transactions).await;
+}
+
+#[tokio::test]
+async fn transactions_postgres() {
+    on_pg(small_opts(), transactions).await;
+}
+
+/// Two connections of one in-memory Db see the same database; two Dbs do not.
+#[tokio::test]
+async fn sqlite_memory_is_shared_within_a_db_only() {
+    let db = Db::open("sqlite::memory:", small_opts()).await.unwrap();
+    let mut a = db.acquire().await.unwrap();
+    let mut b = db.acquire().await.unwrap();
+    a.execute_batch("CREATE TABLE m (x INTEGER)").await.unwrap();
+    a.execute("INSERT INTO m VALUES (?1)", &[Value::Int(5)]).await.unwrap();
+    assert_eq!(b.query("SELECT x FROM m", &[], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(5)]]);
+    assert_eq!(db.pool_stats().in_use, 2);
+    drop((a, b));
+    assert_eq!(db.pool_stats(), ardacat_store::PoolStats { size: 4, idle: 4, in_use: 0 });
+    let other = Db::open("sqlite::memory:", small_opts()).await.unwrap();
+    let e = other.acquire().await.unwrap().query("SELECT x FROM m", &[], &[ValueType::Int]).await.unwrap_err();
+    assert!(matches!(e, StoreError::UndefinedObject(_)), "{e:?}");
+}
+
+#[tokio::test]
+async fn sqlite_pool_timeout_and_pragmas() {
+    let db = Db::open("sqlite::memory:", DbOptions {
+        pool_size: 1,
+        acquire_timeout: Duration::from_millis(100),
+        ..DbOptions::default()
+    })
+    .await
+    .unwrap();
+    let mut c = db.acquire().await.unwrap();
+    assert_eq!(db.acquire().await.unwrap_err(), StoreError::PoolTimeout);
+    let fk = c.query("PRAGMA foreign_keys", &[], &[ValueType::Bool]).await.unwrap();
+    assert_eq!(fk, vec![vec![Value::Bool(true)]]);
+    let like = c.query("SELECT 'abc' LIKE 'ABC'", &[], &[ValueType::Bool]).await.unwrap();
+    assert_eq!(like, vec![vec![Value::Bool(false)]]);
+}
+
+#[tokio::test]
+async fn sqlite_file_is_wal_and_durable() {
+    on_sqlite_file(small_opts(), |db, _| async move {
+        let mut c = db.acquire().await.unwrap();
+        let mode = c.query("PRAGMA journal_mode", &[], &[ValueType::Text]).await.unwrap();
+        assert_eq!(mode, vec![vec![Value::Text("wal".into())]]);
+        let sync = c.query("PRAGMA synchronous", &[], &[ValueType::Int]).await.unwrap();
+        assert_eq!(sync, vec![vec![Value::Int(2)]]); // FULL
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bad_urls() {
+    assert!(matches!(Db::open("mysql://x", DbOptions::default()).await, Err(StoreError::Config(_))));
+    assert!(Db::open("sqlite:/nonexistent-dir/x/y.db", DbOptions::default()).await.is_err());
+}
+
+fn series_sql(db: &Db) -> &'static str {
+    match db.backend() {
+        // A set-returning function in the select list streams (one in FROM is materialized).
+        Backend::Postgres => "SELECT g, 'row' || g FROM (SELECT generate_series(1::int8, $1::int8) AS g) s",
+        Backend::Sqlite => {
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?1) SELECT x, 'row' || x FROM c"
+        }
+    }
+}
+
+const SERIES_TYPES: [ValueType; 2] = [ValueType::Int, ValueType::Text];
+
+async fn stream_slow_consumer(db: Db) {
+    const N: i64 = 200_000;
+    let (tx, mut rx) = mpsc::channel::<RowResult>(16);
+    let producer = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let mut c = db.acquire().await.unwrap();
+            c.stream(series_sql(&db), &[Value::Int(N)], &SERIES_TYPES, tx).await
+        })
+    };
+    // Nobody reads yet: the producer must be blocked on the full channel, not racing ahead.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!producer.is_finished(), "the stream did not wait for its consumer");
+    let (mut n, mut sum) = (0i64, 0i64);
+    while let Some(row) = rx.recv().await {
+        let row = row.unwrap();
+        n += 1;
+        match row.as_slice() {
+            [Value::Int(x), Value::Text(t)] => {
+                assert_eq!(*x, n);
+                assert_eq!(t, &format!("row{x}"));
+                sum += x;
+            }
+            other => panic!("{other:?}"),
+        }
+        if n % 20_000 == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await; // a slow consumer
+        }
+    }
+    assert_eq!(n, N);
+    assert_eq!(sum, N * (N + 1) / 2);
+    assert_eq!(producer.await.unwrap().unwrap(), N as u64);
+}
+
+#[tokio::test]
+async fn stream_slow_consumer_sqlite() {
+    on_sqlite_file(small_opts(), |db, _| stream_slow_consumer(db)).await;
+}
+
+#[tokio::test]
+async fn stream_slow_consumer_postgres() {
+    on_pg(small_opts(), |db, _| stream_slow_consumer(db)).await;
+}
+
+async fn stream_early_drop(db: Db, in_tx: bool) {
+    let mut c = db.acquire().await.unwrap();
+    if in_tx {
+        c.execute_batch(create_rt(&db)).await.unwrap();
+        c.begin().await.unwrap();
+        c.execute(&sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)"), &[Value::Int(1), Value::Text("t".into())])
+            .await
+            .unwrap();
+    }
+    // A result far too large to finish: the test only passes if the stream really stops.
+    let (tx, mut rx) = mpsc::channel::<RowResult>(16);
+    let consumer = tokio::spawn(async move {
+        for i in 1..=100 {
+            assert_eq!(rx.recv().await.unwrap().unwrap()[0], Value::Int(i));
+        }
+        // rx dropped here
+    });
+    let t0 = Instant::now();
+    let sent = c.stream(series_sql(&db), &[Value::Int(2_000_000_000)], &SERIES_TYPES, tx).await.unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10), "stream took {:?}", t0.elapsed());
+    assert!((100..=100 + 16 + 1).contains(&sent), "sent {sent}");
+    consumer.await.unwrap();
+
+    // The same Conn still works (PostgreSQL in a transaction: it drains the rest first).
+    if in_tx {
+        // Inside a transaction the session is kept; rolling back discards the unread rows.
+        assert!(c.in_transaction());
+        c.rollback().await.unwrap();
+        assert_eq!(count(&db, "parent").await, 0);
+    }
+    let one = c.query("SELECT 1", &[], &[ValueType::Int]).await.unwrap();
+    assert_eq!(one, vec![vec![Value::Int(1)]]);
+    drop(c);
+    // And so does the Db.
+    let mut d = db.acquire().await.unwrap();
+    assert_eq!(d.query("SELECT 2", &[], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(2)]]);
+    drop(d);
+    assert_all_released(&db).await;
+}
+
+#[tokio::test]
+async fn stream_early_drop_sqlite() {
+    on_sqlite_file(small_opts(), |db, _| stream_early_drop(db, false)).await;
+}
+
+#[tokio::test]
+async fn stream_early_drop_in_transaction_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| stream_early_drop(db, true)).await;
+}
+
+#[tokio::test]
+async fn stream_early_drop_postgres() {
+    on_pg(small_opts(), |db, _| stream_early_drop(db, false)).await;
+}
+
+#[tokio::test]
+async fn stream_early_drop_in_transaction_postgres() {
+    on_pg(small_opts(), |db, _| stream_early_drop(db, true)).await;
+}
+
+/// A stream abandoned inside a transaction keeps the transaction: the next statement drains the
+/// unread rows and the commit succeeds.
+async fn stream_abandoned_then_commit(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    c.begin().await.unwrap();
+    c.execute(&sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)"), &[Value::Int(1), Value::Text("t".into())])
+        .await
+        .unwrap();
+    let (tx, mut rx) = mpsc::channel::<RowResult>(4);
+    let consumer = tokio::spawn(async move {
+        rx.recv().await.unwrap().unwrap();
+    });
+    let sent = c.stream(series_sql(&db), &[Value::Int(50_000)], &SERIES_TYPES, tx).await.unwrap();
+    assert!(sent < 50_000);
+    consumer.await.unwrap();
+    c.execute(&sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)"), &[Value::Int(2), Value::Text("u".into())])
+        .await
+        .unwrap();
+    c.commit().await.unwrap();
+    assert_eq!(count(&db, "parent").await, 2);
+}
+
+#[tokio::test]
+async fn stream_abandoned_then_commit_sqlite() {
+    on_sqlite_file(small_opts(), |db, _| stream_abandoned_then_commit(db)).await;
+}
+
+#[tokio::test]
+async fn stream_abandoned_then_commit_postgres() {
+    on_pg(small_opts(), |db, _| stream_abandoned_then_commit(db)).await;
+}
+
+/// Dropping the receiver stops a query that has not produced its first row yet.
+async fn stream_cancel_before_first_row(db: Db) {
+    let slow = match db.backend() {
+        Backend::Postgres => "SELECT count(*) FROM (SELECT generate_series(1::int8, 20000000000::int8)) s",
+        Backend::Sqlite => {
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000000000) SELECT count(*) FROM c"
+        }
+    };
+    let mut c = db.acquire().await.unwrap();
+    let (tx, rx) = mpsc::channel::<RowResult>(16);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(rx);
+    });
+    let t0 = Instant::now();
+    let sent = c.stream(slow, &[], &[ValueType::Int], tx).await.unwrap();
+    assert_eq!(sent, 0);
+    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+    assert_eq!(c.query("SELECT 3", &[], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(3)]]);
+
+    if db.backend() == Backend::Postgres {
+        // The server noticed the closed connection and stopped the query.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let rows = c
+                .query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%20000000000%' AND pid <> pg_backend_pid()",
+                    &[],
+                    &[ValueType::Int],
+                )
+                .await
+                .unwrap();
+            if rows == vec![vec![Value::Int(0)]] {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the abandoned query still runs on the server");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn stream_cancel_before_first_row_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| stream_cancel_before_first_row(db)).await;
+}
+
+#[tokio::test]
+async fn stream_cancel_before_first_row_postgres() {
+    on_pg(small_opts(), |db, _| stream_cancel_before_first_row(db)).await;
+}
+
+/// A decode error mid-stream reaches both the caller and the consumer.
+async fn stream_decode_error(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    let (tx, mut rx) = mpsc::channel::<RowResult>(16);
+    let consumer = tokio::spawn(async move {
+        let mut items = Vec::new();
+        while let Some(r) = rx.recv().await {
+            items.push(r);
+        }
+        items
+    });
+    let e = c.stream(series_sql(&db), &[Value::Int(10)], &[ValueType::Int, ValueType::Int], tx).await.unwrap_err();
+    assert!(matches!(e, StoreError::Decode { column: 1, .. }), "{e:?}");
+    let items = consumer.await.unwrap();
+    assert_eq!(items, vec![Err(e)]);
+    assert_eq!(c.query("SELECT 4", &[], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(4)]]);
+}
+
+#[tokio::test]
+async fn stream_decode_error_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| stream_decode_error(db)).await;
+}
+
+#[tokio::test]
+async fn stream_decode_error_postgres() {
+    on_pg(small_opts(), |db, _| stream_decode_error(db)).await;
+}
+
+async fn execute_many_10k(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    let insert = sql(&db, "INSERT INTO rt (id, i, f, t, b, ts) VALUES ($1, $2, $3, $4, $5, $6)");
+    let rows = |from: i64, n: i64| -> Vec<Vec<Value>> {
+        (from..from + n)
+            .map(|i| {
+                vec![
+                    Value::Int(i),
+                    Value::Int(i * 2),
+                    Value::Float(i as f64 / 4.0),
+                    Value::Text(format!("file{i}")),
+                    Value::Bool(i % 2 == 0),
+                    if i % 3 == 0 { Value::Null } else { ts("2020-01-01 00:00:00.5") },
+                ]
+            })
+            .collect()
+    };
+    let t0 = Instant::now();
+    c.begin().await.unwrap();
+    assert_eq!(c.execute_many(&insert, rows(0, 10_000)).await.unwrap(), 10_000);
+    c.commit().await.unwrap();
+    eprintln!("{:?}: execute_many of 10k rows in {:?}", db.backend(), t0.elapsed());
+    assert_eq!(count(&db, "rt").await, 10_000);
+    let sample = c
+        .query(&sql(&db, "SELECT id, i, f, t, b, ts FROM rt WHERE id = $1"), &[Value::Int(4242)], &ALL_TYPES)
+        .await
+        .unwrap();
+    assert_eq!(sample, rows(4242, 1));
+
+    // Rolled back with the caller's transaction.
+    c.begin().await.unwrap();
+    assert_eq!(c.execute_many(&insert, rows(10_000, 500)).await.unwrap(), 500);
+    c.rollback().await.unwrap();
+    assert_eq!(count(&db, "rt").await, 10_000);
+
+    // Without a transaction: all or nothing (row 1_000 collides with an existing id).
+    let mut batch = rows(20_000, 999);
+    batch.extend(rows(5, 1));
+    let e = c.execute_many(&insert, batch).await.unwrap_err();
+    assert!(e.is_unique_violation(), "{e:?}");
+    assert!(!c.in_transaction());
+    assert_eq!(count(&db, "rt").await, 10_000);
+    assert_eq!(c.execute_many(&insert, rows(20_000, 10)).await.unwrap(), 10);
+    assert_eq!(count(&db, "rt").await, 10_010);
+}
+
+#[tokio::test]
+async fn execute_many_10k_sqlite() {
+    on_sqlite_file(small_opts(), |db, _| execute_many_10k(db)).await;
+}
+
+#[tokio::test]
+async fn execute_many_10k_postgres() {
+    on_pg(small_opts(), |db, _| execute_many_10k(db)).await;
+}
+
+/// Writers on several connections at once: no deadlock, no Busy, every row arrives.
+async fn concurrent_writers(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    drop(c);
+    let mut tasks = Vec::new();
+    for w in 0..4i64 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            let insert = sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)");
+            for i in 0..50i64 {
+                let mut c = db.acquire().await.unwrap();
+                let id = w * 1000 + i;
+                if i % 2 == 0 {
+                    c.begin().await.unwrap();
+                    c.execute(&insert, &[Value::Int(id), Value::Text(format!("k{id}"))]).await.unwrap();
+                    c.commit().await.unwrap();
+                } else {
+                    c.execute(&insert, &[Value::Int(id), Value::Text(format!("k{id}"))]).await.unwrap();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(count(&db, "parent").await, 200);
+}
+
+#[tokio::test]
+async fn concurrent_writers_sqlite_file() {
+    on_sqlite_file(small_opts(), |db, _| concurrent_writers(db)).await;
+}
+
+#[tokio::test]
+async fn concurrent_writers_sqlite_memory() {
+    on_sqlite_memory(small_opts(), |db, _| concurrent_writers(db)).await;
+}
+
+#[tokio::test]
+async fn concurrent_writers_postgres() {
+    on_pg(small_opts(), |db, _| concurrent_writers(db)).await;
+}
+
+#[tokio::test]
+async fn postgres_unreachable_is_an_error() {
+    let e = Db::open("postgres://postgres@127.0.0.1:1/postgres", DbOptions {
+        acquire_timeout: Duration::from_secs(2),
+        ..DbOptions::default()
+    })
+    .await
+    .unwrap_err();
+    assert!(!matches!(e, StoreError::Config(_)), "{e:?}");
+}
