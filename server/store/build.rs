@@ -60,9 +60,7 @@ fn scan(dir: &Path) -> Vec<Found> {
         if !path.is_file() {
             continue;
         }
-        let (digits, name) = stem
-            .split_once('_')
-            .unwrap_or_else(|| panic!("migration {file}: expected NNNN_name.sql"));
+        let (digits, name) = stem.split_once('_').unwrap_or_else(|| panic!("migration {file}: expected NNNN_name.sql"));
         assert!(
             !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && !name.is_empty(),
             "migration {file}: expected NNNN_name.sql"

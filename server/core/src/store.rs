@@ -199,6 +199,10 @@ pub trait StoreConn: Send + 'static {
     fn remove_member(&mut self, group: &str, user: &str) -> impl Future<Output = Result<bool>> + Send;
     fn group_exists(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
 
+    /// Marks a query token as ended; `expires` (unix seconds) says when the row may be purged.
+    fn revoke_token(&mut self, id: &str, expires: i64) -> impl Future<Output = Result<()>> + Send;
+    fn is_token_revoked(&mut self, id: &str) -> impl Future<Output = Result<bool>> + Send;
+
     fn setting(&mut self, key: &str) -> impl Future<Output = Result<Option<String>>> + Send;
     /// Sets a setting only if it is not set yet; returns the value that is stored afterwards.
     fn init_setting(&mut self, key: &str, value: &str) -> impl Future<Output = Result<String>> + Send;

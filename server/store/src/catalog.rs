@@ -291,8 +291,11 @@ impl StoreConn for SqlConn {
     }
 
     async fn set_collection_perms(&mut self, id: i64, perms: u16) -> Result<()> {
-        let sql =
-            format!("UPDATE collections SET perms = {} WHERE id = {}", self.p(1, ValueType::Int), self.p(2, ValueType::Int));
+        let sql = format!(
+            "UPDATE collections SET perms = {} WHERE id = {}",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Int)
+        );
         self.exec(&sql, &[Value::Int(perms as i64), Value::Int(id)]).await.map(|_| ())
     }
 
@@ -307,7 +310,11 @@ impl StoreConn for SqlConn {
             self.p(1, ValueType::Int)
         );
         let rows = self
-            .rows(&sql, &[Value::Int(collection_id)], &[ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Bool])
+            .rows(
+                &sql,
+                &[Value::Int(collection_id)],
+                &[ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Bool],
+            )
             .await?;
         rows.into_iter()
             .map(|r| {
@@ -321,7 +328,13 @@ impl StoreConn for SqlConn {
             .collect()
     }
 
-    async fn add_attribute(&mut self, collection_id: i64, name: &str, attr_type: AttrType, indexed: bool) -> Result<AttrDef> {
+    async fn add_attribute(
+        &mut self,
+        collection_id: i64,
+        name: &str,
+        attr_type: AttrType,
+        indexed: bool,
+    ) -> Result<AttrDef> {
         let id = self.insert_attr_row(collection_id, name, attr_type, indexed).await?;
         let col = attr_column(id);
         let def = self.dialect.column_def(&col, attr_type);
@@ -449,8 +462,12 @@ impl StoreConn for SqlConn {
             self.p(3, ValueType::Bool),
             self.p(4, ValueType::Int)
         );
-        let params =
-            [Value::Int(collection_id), Value::Text(e.principal.clone()), Value::Bool(e.is_group), Value::Int(e.rights as i64)];
+        let params = [
+            Value::Int(collection_id),
+            Value::Text(e.principal.clone()),
+            Value::Bool(e.is_group),
+            Value::Int(e.rights as i64),
+        ];
         self.exec(&sql, &params).await.map(|_| ())
     }
 
@@ -527,7 +544,8 @@ impl StoreConn for SqlConn {
     async fn remove_user(&mut self, name: &str) -> Result<bool> {
         let p = self.p(1, ValueType::Text);
         self.exec(&format!("DELETE FROM group_members WHERE user_name = {p}"), &[Value::Text(name.into())]).await?;
-        self.exec(&format!("DELETE FROM acls WHERE principal = {p} AND NOT is_group"), &[Value::Text(name.into())]).await?;
+        self.exec(&format!("DELETE FROM acls WHERE principal = {p} AND NOT is_group"), &[Value::Text(name.into())])
+            .await?;
         Ok(self.exec(&format!("DELETE FROM users WHERE name = {p}"), &[Value::Text(name.into())]).await? > 0)
     }
 
@@ -546,28 +564,35 @@ impl StoreConn for SqlConn {
             self.p(1, ValueType::Text),
             self.p(2, ValueType::Text)
         );
-        self.exec(&sql, &[Value::Text(name.into()), Value::Text(subject.into())]).await.map(|_| ()).map_err(|e| match e {
+        self.exec(&sql, &[Value::Text(name.into()), Value::Text(subject.into())]).await.map(|_| ()).map_err(|e| match e
+        {
             Error::Exists(_) => Error::Exists(format!("subject {subject}")),
             e => e,
         })
     }
 
     async fn subjects(&mut self, name: &str) -> Result<Vec<String>> {
-        let sql =
-            format!("SELECT subject FROM user_subjects WHERE user_name = {} ORDER BY subject", self.p(1, ValueType::Text));
+        let sql = format!(
+            "SELECT subject FROM user_subjects WHERE user_name = {} ORDER BY subject",
+            self.p(1, ValueType::Text)
+        );
         let rows = self.rows(&sql, &[Value::Text(name.into())], &[ValueType::Text]).await?;
         Ok(rows.iter().map(|r| text_of(&r[0])).collect())
     }
 
     async fn groups_of(&mut self, user: &str) -> Result<Vec<String>> {
-        let sql = format!("SELECT grp FROM group_members WHERE user_name = {} ORDER BY grp", self.p(1, ValueType::Text));
+        let sql =
+            format!("SELECT grp FROM group_members WHERE user_name = {} ORDER BY grp", self.p(1, ValueType::Text));
         let rows = self.rows(&sql, &[Value::Text(user.into())], &[ValueType::Text]).await?;
         Ok(rows.iter().map(|r| text_of(&r[0])).collect())
     }
 
     async fn create_group(&mut self, name: &str, owner: &str) -> Result<()> {
-        let sql =
-            format!("INSERT INTO user_groups (name, owner) VALUES ({}, {})", self.p(1, ValueType::Text), self.p(2, ValueType::Text));
+        let sql = format!(
+            "INSERT INTO user_groups (name, owner) VALUES ({}, {})",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Text)
+        );
         self.exec(&sql, &[Value::Text(name.into()), Value::Text(owner.into())]).await.map(|_| ()).map_err(|e| match e {
             Error::Exists(_) => Error::Exists(format!("group {name}")),
             e => e,
@@ -602,6 +627,22 @@ impl StoreConn for SqlConn {
     async fn group_exists(&mut self, name: &str) -> Result<bool> {
         let sql = format!("SELECT name FROM user_groups WHERE name = {}", self.p(1, ValueType::Text));
         Ok(!self.rows(&sql, &[Value::Text(name.into())], &[ValueType::Text]).await?.is_empty())
+    }
+
+    async fn revoke_token(&mut self, id: &str, expires: i64) -> Result<()> {
+        let purge = format!("DELETE FROM revoked_tokens WHERE expires < {}", self.p(1, ValueType::Int));
+        self.exec(&purge, &[Value::Int(Utc::now().timestamp())]).await?;
+        let sql = format!(
+            "INSERT INTO revoked_tokens (id, expires) VALUES ({}, {}) ON CONFLICT (id) DO NOTHING",
+            self.p(1, ValueType::Text),
+            self.p(2, ValueType::Int)
+        );
+        self.exec(&sql, &[Value::Text(id.into()), Value::Int(expires)]).await.map(|_| ())
+    }
+
+    async fn is_token_revoked(&mut self, id: &str) -> Result<bool> {
+        let sql = format!("SELECT id FROM revoked_tokens WHERE id = {}", self.p(1, ValueType::Text));
+        Ok(!self.rows(&sql, &[Value::Text(id.into())], &[ValueType::Text]).await?.is_empty())
     }
 
     async fn setting(&mut self, key: &str) -> Result<Option<String>> {

@@ -348,11 +348,11 @@ async fn migrate_twice(db: Db) {
     let list = migrate::migrations(db.backend());
     let mut c = db.acquire().await.unwrap();
     let rows = c
-        .query("SELECT version, name, checksum FROM schema_migrations ORDER BY version", &[], &[
-            ValueType::Int,
-            ValueType::Text,
-            ValueType::Text,
-        ])
+        .query(
+            "SELECT version, name, checksum FROM schema_migrations ORDER BY version",
+            &[],
+            &[ValueType::Int, ValueType::Text, ValueType::Text],
+        )
         .await
         .unwrap();
     let expected: Vec<Vec<Value>> = list
@@ -365,23 +365,26 @@ async fn migrate_twice(db: Db) {
     assert_eq!(root.await.unwrap(), vec![vec![Value::Text("/".into()), Value::Int(493)]]);
 
     // An edited migration is refused.
-    c.execute(&sql(&db, "UPDATE schema_migrations SET checksum = $1 WHERE version = $2"), &[
-        Value::Text("0".repeat(64)),
-        Value::Int(list[0].version),
-    ])
+    c.execute(
+        &sql(&db, "UPDATE schema_migrations SET checksum = $1 WHERE version = $2"),
+        &[Value::Text("0".repeat(64)), Value::Int(list[0].version)],
+    )
     .await
     .unwrap();
     let e = db.migrate().await.unwrap_err();
     assert!(matches!(e, StoreError::Migration(_)), "{e:?}");
     // A version this build does not know is refused too.
-    c.execute(&sql(&db, "UPDATE schema_migrations SET checksum = $1 WHERE version = $2"), &[
-        Value::Text(list[0].checksum.into()),
-        Value::Int(list[0].version),
-    ])
+    c.execute(
+        &sql(&db, "UPDATE schema_migrations SET checksum = $1 WHERE version = $2"),
+        &[Value::Text(list[0].checksum.into()), Value::Int(list[0].version)],
+    )
     .await
     .unwrap();
     c.execute(
-        &sql(&db, "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (99999, 'future', 'x', $1)"),
+        &sql(
+            &db,
+            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (99999, 'future', 'x', $1)",
+        ),
         &[ts("2030-01-01")],
     )
     .await
@@ -620,11 +623,10 @@ async fn sqlite_memory_is_shared_within_a_db_only() {
 
 #[tokio::test]
 async fn sqlite_pool_timeout_and_pragmas() {
-    let db = Db::open("sqlite::memory:", DbOptions {
-        pool_size: 1,
-        acquire_timeout: Duration::from_millis(100),
-        ..DbOptions::default()
-    })
+    let db = Db::open(
+        "sqlite::memory:",
+        DbOptions { pool_size: 1, acquire_timeout: Duration::from_millis(100), ..DbOptions::default() },
+    )
     .await
     .unwrap();
     let mut c = db.acquire().await.unwrap();
@@ -984,11 +986,36 @@ async fn concurrent_writers_postgres() {
 
 #[tokio::test]
 async fn postgres_unreachable_is_an_error() {
-    let e = Db::open("postgres://postgres@127.0.0.1:1/postgres", DbOptions {
-        acquire_timeout: Duration::from_secs(2),
-        ..DbOptions::default()
-    })
+    let e = Db::open(
+        "postgres://postgres@127.0.0.1:1/postgres",
+        DbOptions { acquire_timeout: Duration::from_secs(2), ..DbOptions::default() },
+    )
     .await
     .unwrap_err();
     assert!(!matches!(e, StoreError::Config(_)), "{e:?}");
+}
+
+/// The executor is used from multi-threaded servers: everything, futures included, is `Send`.
+#[allow(dead_code)]
+fn api_is_send() {
+    fn send<T: Send>(_: &T) {}
+    fn sync<T: Send + Sync + Clone + 'static>() {}
+    sync::<Db>();
+    async fn uses(db: Db, mut c: ardacat_store::Conn, tx: mpsc::Sender<RowResult>) {
+        send(&db.acquire());
+        send(&db.migrate());
+        send(&c.execute("", &[]));
+        send(&c.query("", &[], &[]));
+        send(&c.stream("", &[], &[], tx));
+        send(&c.execute_batch(""));
+        send(&c.execute_many("", vec![]));
+        send(&c.begin());
+        send(&c.commit());
+        send(&c.rollback());
+        send(&c.savepoint());
+        send(&c.release_savepoint());
+        send(&c.rollback_to_savepoint());
+        send(&c);
+    }
+    let _ = uses;
 }

@@ -10,7 +10,7 @@ use sha2::Sha256;
 
 use super::{Catalogue, SelectSpec, Session};
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::{Store, StoreConn};
 use crate::types::{Value, parse_timestamp, timestamp_sort_key};
 
 /// What a continuation token encodes.
@@ -96,6 +96,38 @@ impl<S: Store> Catalogue<S> {
             return Err(bad());
         }
         Ok(state)
+    }
+
+    /// Opens a token and refuses one that `end_token` released.
+    pub async fn open_live_token(&self, s: &Session<S>, token: &str, now: i64, ttl_secs: i64) -> Result<CursorState> {
+        let state = self.open_token(s, token, now, ttl_secs)?;
+        let mut conn = self.inner.store.acquire().await?;
+        if conn.is_token_revoked(&state.id).await? {
+            return Err(Error::NotFound("query token was ended".into()));
+        }
+        Ok(state)
+    }
+
+    /// `endQuery`: release a token (and every later token of the same query).
+    pub async fn end_token(&self, s: &Session<S>, token: &str, now: i64, ttl_secs: i64) -> Result<()> {
+        let state = self.open_token(s, token, now, ttl_secs)?;
+        let mut conn = self.inner.store.acquire().await?;
+        conn.revoke_token(&state.id, state.issued + ttl_secs + 60).await
+    }
+
+    /// A fresh cursor for a new query.
+    pub fn new_cursor(&self, s: &Session<S>, spec: &SelectSpec, now: i64) -> CursorState {
+        let id: [u8; 16] = rand::random();
+        CursorState {
+            id: id.iter().map(|b| format!("{b:02x}")).collect(),
+            user: s.principal.user.clone(),
+            cwd: s.cwd.clone(),
+            select: spec.select.clone(),
+            condition: spec.condition.clone(),
+            order_by: spec.order_by.clone(),
+            after: Vec::new(),
+            issued: now,
+        }
     }
 
     /// Encode a page's continuation into a new state (same query, later position).

@@ -520,6 +520,9 @@ impl<S: Store> Catalogue<S> {
             let t = target(&mut *conn, &cwd, pattern).await?;
             let mut paths = Vec::new();
             query::resolve::condition_collections(&cond, &cwd, &mut paths)?;
+            for (_, e) in &exprs {
+                query::resolve::referenced_collections(e, &cwd, &mut paths)?;
+            }
             let scope = self.scope(&mut conn, &who, &cwd, Some((t.coll.clone(), WRITE)), paths).await?;
             let mut planned = Vec::new();
             for (name, e) in exprs {

@@ -98,9 +98,8 @@ pub async fn run(db: &Db) -> Result<(), StoreError> {
             conn.execute("SELECT pg_advisory_lock($1)", &[Value::Int(ADVISORY_LOCK_KEY)]).await?;
             let result = apply_all(&mut conn, POSTGRES, &POSTGRES_SQL).await;
             let _ = conn.rollback().await;
-            let unlocked = conn
-                .query("SELECT pg_advisory_unlock($1)", &[Value::Int(ADVISORY_LOCK_KEY)], &[ValueType::Bool])
-                .await;
+            let unlocked =
+                conn.query("SELECT pg_advisory_unlock($1)", &[Value::Int(ADVISORY_LOCK_KEY)], &[ValueType::Bool]).await;
             let reset = conn.execute_batch("RESET lock_timeout").await;
             if matches!(unlocked.as_deref(), Ok([row]) if row == &[Value::Bool(true)]) && reset.is_ok() {
                 conn.set_discard_on_drop(false);
@@ -112,9 +111,7 @@ pub async fn run(db: &Db) -> Result<(), StoreError> {
 
 async fn apply_all(conn: &mut Conn, list: &[Migration], sql: &Dialect) -> Result<(), StoreError> {
     conn.execute_batch(sql.create).await?;
-    let applied = conn
-        .query(sql.select_all, &[], &[ValueType::Int, ValueType::Text, ValueType::Text])
-        .await?;
+    let applied = conn.query(sql.select_all, &[], &[ValueType::Int, ValueType::Text, ValueType::Text]).await?;
     let mut done = Vec::with_capacity(applied.len());
     for row in applied {
         let (version, name, checksum) = match row.as_slice() {

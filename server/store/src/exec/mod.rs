@@ -10,11 +10,11 @@
 //!   modules); it is wrapped in `sqlx::AssertSqlSafe` in exactly one place (`postgres::sql`).
 //! - **Binding**: Int → i64, Float → f64, Text → text, Bool → bool (SQLite: 0/1), Timestamp →
 //!   PostgreSQL `timestamp` / SQLite text `types::timestamp_sort_key`, Null → SQLite NULL /
-//!   PostgreSQL an *untyped* NULL that takes its type from the context like a NULL literal
-//!   (`VALUES ($1)` into a column, `col = $1`, `$1::int8`). Only where no context gives a type
-//!   (`$1 IS NULL`) must the SQL cast. PostgreSQL parameters are encoded as the types of the
-//!   prepared statement (an Int bound where a float8 is expected is sent as float8), so a
-//!   statement reused with other value types is never misread (see `postgres::bound`).
+//!   PostgreSQL a NULL. On PostgreSQL a parameter's type is what the server infers from the SQL
+//!   text (`col = $1`, `VALUES ($1)` into a column, `$1::int8`; `SELECT $1` alone is text), never
+//!   what the first value bound to it happened to be, and each value is encoded as that type
+//!   (an Int where a float8 is expected is sent as float8; a Text where an int8 is expected is an
+//!   error). Where the context gives no type (`$1 IS NULL`) or the wrong one, the SQL must cast.
 //! - **Decoding** is driven by the caller's `types` (one per result column, else
 //!   [`StoreError::Decode`]); a mismatch is a `Decode` error with the column index, never a panic.
 //! - **Transactions**: [`Conn::begin`] / [`Conn::commit`] / [`Conn::rollback`]; one level, no
@@ -138,11 +138,7 @@ impl Db {
             if rest.is_empty() {
                 return Err(StoreError::Config(format!("no database path in '{url}'")));
             }
-            let target = if rest == ":memory:" {
-                sqlite::Target::Memory
-            } else {
-                sqlite::Target::File(rest.into())
-            };
+            let target = if rest == ":memory:" { sqlite::Target::Memory } else { sqlite::Target::File(rest.into()) };
             DbInner::Sqlite(Arc::new(sqlite::Pool::open(target, opts).await?))
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             DbInner::Postgres(postgres::Pool::open(url, opts).await?)

@@ -1,9 +1,9 @@
 //! PostgreSQL backend: a sqlx `PgPool`; a [`Conn`] wraps one `PoolConnection<Postgres>`.
 //!
 //! Statements go through sqlx's extended protocol and are prepared once per connection and
-//! cached (`statement_cache_capacity`). Values are bound as the types the prepared statement
-//! declares (see [`bound`]); a NULL is bound untyped, so the server types it from its context
-//! (`col = $1`, `VALUES ($1)` into a column, `$1::int8`) exactly like a NULL literal. `DbOptions::busy_timeout` becomes the session's
+//! cached (`statement_cache_capacity`). Parameter types come from the SQL text alone (the
+//! server infers them) and values are encoded as those types (see [`bound`]); a NULL is bound
+//! untyped, like a NULL literal. `DbOptions::busy_timeout` becomes the session's
 //! `lock_timeout`, so a lock wait ends in [`StoreError::Busy`] as on SQLite.
 //!
 //! # Streams and abandoned streams
@@ -17,9 +17,9 @@
 //! - **outside a transaction** the connection is *discarded*: detached from the pool and its
 //!   socket closed, which makes the server abort the query at its next write (and, on
 //!   PostgreSQL 14+, within a second even while it computes: every connection sets
-//!   `client_connection_check_interval`). The `Conn` stays
-//!   usable: its next statement transparently acquires a fresh pooled connection. Nothing
-//!   unread is ever returned to the pool, and abandoning a huge result costs nothing.
+//!   `client_connection_check_interval`). The `Conn` stays usable: its next statement
+//!   transparently acquires a fresh pooled connection. Nothing unread is ever returned to the
+//!   pool, and abandoning a huge result costs nothing.
 //! - **inside a transaction** the session must be kept, so the rows are *drained* by the next
 //!   statement on this `Conn` (sqlx reads up to the pending ReadyForQuery). `rollback` instead
 //!   discards the connection (the server rolls back on disconnect), and dropping the `Conn`
@@ -30,12 +30,12 @@
 //! rolled back by a spawned task before it returns to the pool (or discarded if no tokio runtime
 //! is running).
 
-use super::{check_types, type_name, Backend, DbOptions, PoolStats};
+use super::{Backend, DbOptions, PoolStats, check_types, type_name};
 use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType};
 use futures::TryStreamExt;
-use sqlx::pool::PoolConnection;
 use sqlx::encode::IsNull;
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::types::Oid;
 use sqlx::postgres::{PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo};
 use sqlx::query::Query;
@@ -65,7 +65,8 @@ impl Pool {
         let size = opts.effective_pool_size(Backend::Postgres).max(1);
         let mut connect: PgConnectOptions =
             url.parse().map_err(|e| StoreError::Config(format!("invalid PostgreSQL url: {e}")))?;
-        connect = connect.statement_cache_capacity(opts.statement_cache);
+        // At least 1: `bound` relies on the statement it prepared being found again by the query.
+        connect = connect.statement_cache_capacity(opts.statement_cache.max(1));
         if !opts.busy_timeout.is_zero() {
             connect = connect.options([("lock_timeout", format!("{}ms", opts.busy_timeout.as_millis()))]);
         }
@@ -157,27 +158,19 @@ impl sqlx::Encode<'_, Postgres> for UntypedNull {
     }
 }
 
-/// The type a value asks for when a statement is prepared for the first time.
-fn declared_type(v: &Value) -> PgTypeInfo {
-    match v {
-        Value::Null => <UntypedNull as sqlx::Type<Postgres>>::type_info(),
-        Value::Int(_) => <i64 as sqlx::Type<Postgres>>::type_info(),
-        Value::Float(_) => <f64 as sqlx::Type<Postgres>>::type_info(),
-        Value::Text(_) => <String as sqlx::Type<Postgres>>::type_info(),
-        Value::Bool(_) => <bool as sqlx::Type<Postgres>>::type_info(),
-        Value::Timestamp(_) => <chrono::NaiveDateTime as sqlx::Type<Postgres>>::type_info(),
-    }
-}
-
-/// A statement with its parameters (`$1..$n`) bound *as the types the prepared statement has*.
+/// A statement with its parameters (`$1..$n`) bound *as the types the server gave them*.
 ///
-/// sqlx caches a prepared statement by its SQL text, with the parameter types of its first
-/// execution, and sends values in binary. Binding a later value by its own type could therefore
-/// send, say, f64 bytes to a parameter the server reads as int8: a silently wrong answer. So the
-/// statement is prepared first (a cache hit after the first time, no round trip), its parameter
-/// types are read back, and each value is encoded as that type: Int widens to a float or
-/// narrows to int4/int2 when it fits, Timestamp becomes timestamptz (UTC) or date (midnight),
-/// NULL fits anything. Other combinations are an error rather than a guess.
+/// sqlx caches a prepared statement by its SQL text and sends values in binary, so the types a
+/// statement's parameters have must not depend on the values of its first execution (they
+/// would, if each value declared its own type at Parse: a later Float sent to a parameter the
+/// server reads as int8 would be misread or refused, depending on which call came first). So the
+/// statement is prepared with *no* declared parameter types: the server infers each from its
+/// context (`f > $1` → float8, `VALUES ($1)` → the column's type, `$1::int8` → int8,
+/// `LIMIT $1` → int8, `SELECT $1` → text), which depends on the SQL text alone. The parameter
+/// types are read back from the prepared statement (a statement-cache hit after the first
+/// time, no round trip) and each value is encoded as that type: Int widens to a float or
+/// narrows to int4/int2 when it fits, Timestamp becomes timestamptz (as UTC) or date (midnight
+/// only), NULL fits anything. Any other combination is an error, never a guess.
 async fn bound(
     conn: &mut PgConnection,
     text: &str,
@@ -187,11 +180,10 @@ async fn bound(
     if params.is_empty() {
         return Ok(q);
     }
-    let declared: Vec<PgTypeInfo> = params.iter().map(declared_type).collect();
-    let statement = conn.prepare_with(sql(text), &declared).await?;
+    let statement = conn.prepare_with(sql(text), &[]).await?;
     let types = match statement.parameters() {
         Some(Either::Left(types)) => types.to_vec(),
-        _ => declared,
+        _ => Vec::new(),
     };
     if types.len() != params.len() {
         return Err(StoreError::Database(format!(
@@ -209,7 +201,8 @@ async fn bound(
                 t.name()
             ))
         };
-        let out_of_range = || StoreError::Database(format!("parameter ${}: {v:?} is out of range for {}", i + 1, t.name()));
+        let out_of_range =
+            || StoreError::Database(format!("parameter ${}: {v:?} is out of range for {}", i + 1, t.name()));
         q = match (v, t.name()) {
             (Value::Null, _) => q.bind(UntypedNull),
             (Value::Int(n), "INT8") => q.bind(*n),
@@ -454,17 +447,14 @@ fn decode_value(row: &PgRow, i: usize, t: ValueType) -> Result<Value, StoreError
         (ValueType::Timestamp, "TIMESTAMP") => {
             Value::Timestamp(row.try_get::<chrono::NaiveDateTime, _>(i).map_err(get_err)?)
         }
-        (ValueType::Timestamp, "TIMESTAMPTZ") => Value::Timestamp(
-            row.try_get::<chrono::DateTime<chrono::Utc>, _>(i).map_err(get_err)?.naive_utc(),
-        ),
-        (ValueType::Timestamp, "DATE") => Value::Timestamp(
-            row.try_get::<chrono::NaiveDate, _>(i).map_err(get_err)?.and_time(chrono::NaiveTime::MIN),
-        ),
+        (ValueType::Timestamp, "TIMESTAMPTZ") => {
+            Value::Timestamp(row.try_get::<chrono::DateTime<chrono::Utc>, _>(i).map_err(get_err)?.naive_utc())
+        }
+        (ValueType::Timestamp, "DATE") => {
+            Value::Timestamp(row.try_get::<chrono::NaiveDate, _>(i).map_err(get_err)?.and_time(chrono::NaiveTime::MIN))
+        }
         (t, other) => {
-            return Err(StoreError::decode(
-                i,
-                format!("expected {}, found PostgreSQL {other}", type_name(t)),
-            ));
+            return Err(StoreError::decode(i, format!("expected {}, found PostgreSQL {other}", type_name(t))));
         }
     })
 }

@@ -43,17 +43,17 @@
 //! produced its first row. The connection is clean afterwards (the statement is reset) and stays
 //! usable.
 
-use super::{check_types, type_name, Backend, DbOptions, PoolStats};
+use super::{Backend, DbOptions, PoolStats, check_types, type_name};
 use crate::error::StoreError;
-use ardacat_core::types::{parse_timestamp, timestamp_sort_key, Value, ValueType};
+use ardacat_core::types::{Value, ValueType, parse_timestamp, timestamp_sort_key};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OpenFlags, Statement, ToSql};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc as std_mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc as std_mpsc};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 /// Where the database lives.
 pub(crate) enum Target {
@@ -90,9 +90,7 @@ impl Pool {
         let (path, flags, file) = match target {
             Target::File(p) => (
                 p,
-                OpenFlags::SQLITE_OPEN_READ_WRITE
-                    | OpenFlags::SQLITE_OPEN_CREATE
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 true,
             ),
             Target::Memory => {
@@ -128,20 +126,13 @@ impl Pool {
     }
 
     pub(crate) async fn acquire(pool: &Arc<Pool>) -> Result<Conn, StoreError> {
-        let permit =
-            match tokio::time::timeout(pool.acquire_timeout, pool.permits.clone().acquire_owned()).await {
-                Err(_) => return Err(StoreError::PoolTimeout),
-                Ok(Err(_)) => return Err(StoreError::Closed),
-                Ok(Ok(p)) => p,
-            };
+        let permit = match tokio::time::timeout(pool.acquire_timeout, pool.permits.clone().acquire_owned()).await {
+            Err(_) => return Err(StoreError::PoolTimeout),
+            Ok(Err(_)) => return Err(StoreError::Closed),
+            Ok(Ok(p)) => p,
+        };
         let worker = pool.idle().pop().ok_or(StoreError::Closed)?;
-        Ok(Conn {
-            worker: Some(worker),
-            permit: Some(permit),
-            pool: pool.clone(),
-            gate: None,
-            in_tx: false,
-        })
+        Ok(Conn { worker: Some(worker), permit: Some(permit), pool: pool.clone(), gate: None, in_tx: false })
     }
 
     pub(crate) fn stats(&self) -> PoolStats {
@@ -282,9 +273,7 @@ impl Conn {
 
     async fn lock_gate(&self) -> Result<OwnedMutexGuard<()>, StoreError> {
         let gate = self.pool.write_gate.clone();
-        tokio::time::timeout(self.pool.busy_timeout, gate.lock_owned())
-            .await
-            .map_err(|_| StoreError::Busy)
+        tokio::time::timeout(self.pool.busy_timeout, gate.lock_owned()).await.map_err(|_| StoreError::Busy)
     }
 
     pub(crate) async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
@@ -532,9 +521,8 @@ fn decode_row(row: &rusqlite::Row<'_>, types: &[ValueType]) -> Result<Vec<Value>
 }
 
 fn decode_value(i: usize, t: ValueType, v: ValueRef<'_>) -> Result<Value, StoreError> {
-    let text = |b: &[u8]| {
-        std::str::from_utf8(b).map(str::to_owned).map_err(|_| StoreError::decode(i, "text is not UTF-8"))
-    };
+    let text =
+        |b: &[u8]| std::str::from_utf8(b).map(str::to_owned).map_err(|_| StoreError::decode(i, "text is not UTF-8"));
     Ok(match (t, v) {
         (_, ValueRef::Null) => Value::Null,
         (ValueType::Int, ValueRef::Integer(n)) => Value::Int(n),
@@ -546,8 +534,7 @@ fn decode_value(i: usize, t: ValueType, v: ValueRef<'_>) -> Result<Value, StoreE
         (ValueType::Timestamp, ValueRef::Text(b)) => {
             let s = text(b)?;
             Value::Timestamp(
-                parse_timestamp(&s)
-                    .ok_or_else(|| StoreError::decode(i, format!("'{s}' is not a timestamp")))?,
+                parse_timestamp(&s).ok_or_else(|| StoreError::decode(i, format!("'{s}' is not a timestamp")))?,
             )
         }
         (t, other) => {

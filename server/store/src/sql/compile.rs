@@ -325,10 +325,8 @@ pub fn compile_delete(d: Dialect, plan: &DeletePlan) -> Compiled {
 /// `INSERT INTO e<id> (file, owner, grp, perms, created, modified, a…) VALUES (…), …` for
 /// `rows` rows at once.
 pub fn compile_insert(d: Dialect, collection_id: i64, attrs: &[AttrDef], rows: usize) -> String {
-    let mut cols = vec!["file", "owner", "grp", "perms", "created", "modified"]
-        .into_iter()
-        .map(String::from)
-        .collect::<Vec<_>>();
+    let mut cols =
+        vec!["file", "owner", "grp", "perms", "created", "modified"].into_iter().map(String::from).collect::<Vec<_>>();
     let mut types = vec![
         ValueType::Text,
         ValueType::Text,

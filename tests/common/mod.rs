@@ -1,0 +1,275 @@
+//! Test harness shared by the end-to-end tests: fresh databases on both backends, the real
+//! `ardacat-server` binary on loopback ports, and a raw AMGA protocol connection.
+//! PostgreSQL is never optional: if it cannot be reached the test fails, it does not skip.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub const ROOT_PASSWORD: &str = "test-root-secret";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
+
+/// Admin URL of the PostgreSQL server the tests create databases on.
+pub fn pg_admin_url() -> String {
+    std::env::var("ARDACAT_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A database that exists for one test and is removed afterwards.
+pub struct TestDb {
+    pub url: String,
+    pub backend: Backend,
+    _dir: Option<tempfile::TempDir>,
+    pg_name: Option<String>,
+}
+
+impl TestDb {
+    pub async fn new(backend: Backend) -> TestDb {
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite:{}", dir.path().join("cat.db").display());
+                TestDb { url, backend, _dir: Some(dir), pg_name: None }
+            }
+            Backend::Postgres => {
+                let name = format!("ardacat_t_{:016x}", rand::random::<u64>());
+                let admin = pg_admin_url();
+                let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
+                    .await
+                    .unwrap_or_else(|e| panic!("PostgreSQL is required for this test ({admin}): {e}"));
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create test database");
+                let url = match admin.rfind('/') {
+                    Some(i) => format!("{}/{name}", &admin[..i]),
+                    None => panic!("bad ARDACAT_TEST_PG"),
+                };
+                TestDb { url, backend, _dir: None, pg_name: Some(name) }
+            }
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some(name) = self.pg_name.take() {
+            let admin = pg_admin_url();
+            // Drop runs inside a runtime; do the async cleanup on a thread of its own.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+                rt.block_on(async {
+                    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.ok()?;
+                    sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                        .execute(&mut conn)
+                        .await
+                        .ok()
+                })
+            })
+            .join();
+        }
+    }
+}
+
+/// A running `ardacat-server` process.
+pub struct TestServer {
+    pub child: Child,
+    pub tcp: SocketAddr,
+    pub http: SocketAddr,
+    pub db: TestDb,
+}
+
+impl TestServer {
+    pub async fn start(backend: Backend) -> TestServer {
+        Self::start_with(TestDb::new(backend).await, &[]).await
+    }
+
+    /// Start on an existing database with extra flags (e.g. `--sessions force`).
+    pub async fn start_with(db: TestDb, extra: &[&str]) -> TestServer {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ardacat-server"));
+        cmd.args(["--database", &db.url, "--tcp-port", "0", "--http-port", "0"])
+            .args(extra)
+            .env("ARDACAT_ROOT_PASSWORD", ROOT_PASSWORD)
+            .env("RUST_LOG", "warn")
+            .env_remove("ARDACAT_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("start ardacat-server");
+        let stdout = child.stdout.take().expect("stdout");
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        })
+        .await
+        .expect("join")
+        .expect("read server banner");
+        let addr = |key: &str| -> SocketAddr {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("no {key} in server output: {line:?}"))
+        };
+        let (tcp, http) = (addr("tcp="), addr("http="));
+        TestServer { child, tcp, http, db }
+    }
+
+    pub async fn raw(&self) -> RawConn {
+        RawConn::login(self.tcp, "root", Some(ROOT_PASSWORD)).await
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stop with SIGKILL and give back the database (for crash tests and restarts).
+    pub fn kill(mut self) -> TestDb {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let db = std::mem::replace(
+            &mut self.db,
+            TestDb { url: String::new(), backend: Backend::Sqlite, _dir: None, pg_name: None },
+        );
+        db
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw protocol connection: bytes in, bytes out, no client library in between.
+pub struct RawConn {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+pub const END: &[u8] = b"\x04\x04";
+
+impl RawConn {
+    pub async fn connect(addr: SocketAddr) -> RawConn {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).ok();
+        RawConn { stream, buf: Vec::new() }
+    }
+
+    /// Greeting, `plain`, `OK`, login block — as the original client does.
+    pub async fn login(addr: SocketAddr, user: &str, password: Option<&str>) -> RawConn {
+        let mut c = RawConn::connect(addr).await;
+        let greeting = c.read_lines(3).await;
+        assert!(greeting.starts_with(b"ARDA Metadata Server "), "{greeting:?}");
+        c.send(b"plain\n\n").await;
+        assert_eq!(c.read_lines(1).await, b"OK\n");
+        let mut login = format!("0 {user}\n");
+        if let Some(p) = password {
+            login.push_str(&format!("5 {p}\n"));
+        }
+        login.push('\n');
+        c.send(login.as_bytes()).await;
+        c
+    }
+
+    pub async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    async fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 65536];
+        match tokio::time::timeout(Duration::from_secs(30), self.stream.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => false,
+            Ok(Ok(n)) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+            Err(_) => panic!("timed out waiting for the server; have {:?}", String::from_utf8_lossy(&self.buf)),
+        }
+    }
+
+    pub async fn read_lines(&mut self, n: usize) -> Vec<u8> {
+        loop {
+            let mut seen = 0;
+            for (i, b) in self.buf.iter().enumerate() {
+                if *b == b'\n' {
+                    seen += 1;
+                    if seen == n {
+                        let rest = self.buf.split_off(i + 1);
+                        return std::mem::replace(&mut self.buf, rest);
+                    }
+                }
+            }
+            assert!(self.fill().await, "connection closed before {n} lines");
+        }
+    }
+
+    /// Read one whole reply, up to and including its end marker (`\x04\x04` or `\x04session<id>\x04`).
+    pub async fn reply(&mut self) -> Vec<u8> {
+        loop {
+            if let Some(start) = self.buf.iter().position(|b| *b == 0x04)
+                && let Some(end) = self.buf[start + 1..].iter().position(|b| *b == 0x04)
+            {
+                let cut = start + 1 + end + 1;
+                let rest = self.buf.split_off(cut);
+                return std::mem::replace(&mut self.buf, rest);
+            }
+            assert!(self.fill().await, "connection closed mid-reply: {:?}", String::from_utf8_lossy(&self.buf));
+        }
+    }
+
+    /// Send a command line and return its reply bytes.
+    pub async fn cmd(&mut self, line: &str) -> Vec<u8> {
+        self.send(format!("{line}\n").as_bytes()).await;
+        self.reply().await
+    }
+
+    /// Send a command and return (status code, data lines), asserting the plain `\x04\x04` end.
+    pub async fn lines(&mut self, line: &str) -> (i32, Vec<String>) {
+        let r = self.cmd(line).await;
+        let text = String::from_utf8(r).expect("utf8 reply");
+        let body = text.split('\x04').next().unwrap_or_default();
+        let mut it = body.split('\n');
+        let status = it.next().unwrap_or_default();
+        let code = status.split(' ').next().unwrap_or_default().parse().unwrap_or(-1);
+        let mut lines: Vec<String> = it.map(String::from).collect();
+        lines.pop(); // after the last \n
+        (code, lines)
+    }
+
+    /// Is the peer closed (EOF) within the timeout?
+    pub async fn closed(&mut self) -> bool {
+        let mut chunk = [0u8; 1024];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut chunk)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// Expect success and return the data lines.
+pub async fn ok(c: &mut RawConn, line: &str) -> Vec<String> {
+    let (code, lines) = c.lines(line).await;
+    assert_eq!(code, 0, "{line} failed: {lines:?}");
+    lines
+}
+
+/// Expect failure with `code`.
+pub async fn fails(c: &mut RawConn, line: &str, code: i32) {
+    let (got, lines) = c.lines(line).await;
+    assert_eq!(got, code, "{line}: expected error {code}, got {got} {lines:?}");
+}
