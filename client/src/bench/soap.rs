@@ -1,0 +1,326 @@
+//! A deliberately tiny SOAP 1.1 client for the load generator: one HTTP/1.1 keep-alive connection
+//! over a raw tokio `TcpStream`, Basic auth, `Content-Length` or chunked responses. It builds only
+//! the `ping` and `getAttributes` requests; it must not grow into a general HTTP or XML library.
+
+use std::borrow::Cow;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+use crate::error::{ClientError, Result};
+
+/// Namespace of the ardacat metadata service (see `wsdl/ardacat.wsdl`).
+pub const NAMESPACE: &str = "urn:ardacat:metadata:1";
+/// Largest response body accepted.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+/// Longest status or header line accepted.
+const MAX_HEADER_LINE: usize = 16 * 1024;
+
+/// A keep-alive SOAP connection to `http://host:port<path>`.
+pub struct SoapClient {
+    host: String,
+    port: u16,
+    path: String,
+    authorization: Option<String>,
+    conn: Option<BufReader<TcpStream>>,
+}
+
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub body: Vec<u8>,
+    /// The server asked to close the connection after this response.
+    pub close: bool,
+}
+
+impl SoapClient {
+    pub fn new(host: &str, port: u16, path: &str, login: &str, password: Option<&str>) -> SoapClient {
+        let authorization = (!login.is_empty())
+            .then(|| format!("Basic {}", base64(format!("{login}:{}", password.unwrap_or("")).as_bytes())));
+        SoapClient { host: host.to_owned(), port, path: path.to_owned(), authorization, conn: None }
+    }
+
+    /// Opens the connection now (otherwise the first call does).
+    pub async fn connect(&mut self) -> Result<()> {
+        if self.conn.is_none() {
+            let stream = TcpStream::connect((self.host.as_str(), self.port))
+                .await
+                .map_err(|e| ClientError::Connect(format!("{}:{}: {e}", self.host, self.port)))?;
+            stream.set_nodelay(true)?;
+            self.conn = Some(BufReader::new(stream));
+        }
+        Ok(())
+    }
+
+    /// `ping`: an empty request and response.
+    pub async fn ping(&mut self) -> Result<()> {
+        self.call("ping", &format!("<ping xmlns=\"{NAMESPACE}\"/>")).await.map(drop)
+    }
+
+    /// `getAttributes` of one entry; returns the response body size in bytes.
+    pub async fn get_attributes<S: AsRef<str>>(&mut self, entry: &str, attrs: &[S]) -> Result<usize> {
+        let mut body = format!("<getAttributes xmlns=\"{NAMESPACE}\"><entryName>{}</entryName>", xml_escape(entry));
+        for a in attrs {
+            body.push_str("<attributeName>");
+            body.push_str(&xml_escape(a.as_ref()));
+            body.push_str("</attributeName>");
+        }
+        body.push_str("</getAttributes>");
+        self.call("getAttributes", &body).await.map(|b| b.len())
+    }
+
+    /// Posts one envelope; a SOAP fault or a non-2xx status is an error. A reused connection that
+    /// the server closed meanwhile is reopened once.
+    pub async fn call(&mut self, action: &str, body: &str) -> Result<Vec<u8>> {
+        let request = self.request(action, &envelope(body));
+        let reused = self.conn.is_some();
+        let response = match self.exchange(&request).await {
+            Err(e) if reused && e.is_connection_lost() => {
+                self.conn = None;
+                self.exchange(&request).await
+            }
+            other => other,
+        }?;
+        if response.close {
+            self.conn = None;
+        }
+        if (200..300).contains(&response.status) {
+            return Ok(response.body);
+        }
+        let text = String::from_utf8_lossy(&response.body);
+        let message = fault_string(&text).unwrap_or_else(|| format!("HTTP status {}", response.status));
+        Err(ClientError::Server { code: i32::from(response.status), message })
+    }
+
+    fn request(&self, action: &str, envelope: &str) -> Vec<u8> {
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: text/xml; charset=utf-8\r\n\
+             SOAPAction: \"{NAMESPACE}#{action}\"\r\nContent-Length: {}\r\nConnection: keep-alive\r\n",
+            self.path,
+            self.host,
+            self.port,
+            envelope.len()
+        );
+        if let Some(auth) = &self.authorization {
+            head.push_str("Authorization: ");
+            head.push_str(auth);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(envelope.as_bytes());
+        bytes
+    }
+
+    async fn exchange(&mut self, request: &[u8]) -> Result<Response> {
+        self.connect().await?;
+        let Some(conn) = self.conn.as_mut() else { return Err(ClientError::Closed) };
+        let result = async {
+            conn.get_mut().write_all(request).await?;
+            read_response(conn).await
+        }
+        .await;
+        if result.is_err() {
+            self.conn = None;
+        }
+        result
+    }
+}
+
+/// Reads one line ending in `\n`, without the line end; EOF before any byte is `Closed`.
+async fn read_line(r: &mut BufReader<TcpStream>) -> Result<String> {
+    let mut buf = Vec::new();
+    let n = (&mut *r).take(MAX_HEADER_LINE as u64 + 2).read_until(b'\n', &mut buf).await?;
+    if n == 0 {
+        return Err(ClientError::Closed);
+    }
+    if buf.last() != Some(&b'\n') {
+        return Err(ClientError::Protocol("HTTP header line too long or cut short".into()));
+    }
+    buf.pop();
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    String::from_utf8(buf).map_err(|_| ClientError::Protocol("HTTP header is not UTF-8".into()))
+}
+
+/// Parses a status line, headers and body (`Content-Length`, chunked, or until close).
+pub async fn read_response(r: &mut BufReader<TcpStream>) -> Result<Response> {
+    let status_line = read_line(r).await?;
+    let status = status_line
+        .strip_prefix("HTTP/1.")
+        .and_then(|rest| rest.get(2..5))
+        .and_then(|code| code.parse::<u16>().ok())
+        .ok_or_else(|| ClientError::Protocol(format!("bad HTTP status line {status_line:?}")))?;
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    let mut close = status_line.starts_with("HTTP/1.0");
+    loop {
+        let line = read_line(r).await?;
+        if line.is_empty() {
+            break;
+        }
+        let Some((name, value)) = line.split_once(':') else { continue };
+        let value = value.trim();
+        match name.trim().to_ascii_lowercase().as_str() {
+            "content-length" => {
+                length = Some(value.parse().map_err(|_| ClientError::Protocol("bad Content-Length".into()))?);
+            }
+            "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+            "connection" => close = value.eq_ignore_ascii_case("close"),
+            _ => {}
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let size_line = read_line(r).await?;
+            let size_text = size_line.split(';').next().unwrap_or("").trim();
+            let size = usize::from_str_radix(size_text, 16)
+                .map_err(|_| ClientError::Protocol(format!("bad chunk size {size_text:?}")))?;
+            if size == 0 {
+                while !read_line(r).await?.is_empty() {}
+                break;
+            }
+            if body.len() + size > MAX_BODY {
+                return Err(ClientError::Protocol("HTTP response body too large".into()));
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            r.read_exact(&mut body[start..]).await?;
+            read_line(r).await?;
+        }
+    } else if let Some(n) = length {
+        if n > MAX_BODY {
+            return Err(ClientError::Protocol("HTTP response body too large".into()));
+        }
+        body.resize(n, 0);
+        r.read_exact(&mut body).await?;
+    } else {
+        (&mut *r).take(MAX_BODY as u64).read_to_end(&mut body).await?;
+        close = true;
+    }
+    Ok(Response { status, body, close })
+}
+
+/// A SOAP 1.1 envelope around one body element.
+pub fn envelope(body: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+         <soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>{body}</soap:Body></soap:Envelope>"
+    )
+}
+
+/// The text of `<faultstring>` in a SOAP fault, if there is one.
+pub fn fault_string(body: &str) -> Option<String> {
+    let start = body.find("<faultstring")?;
+    let open_end = start + body[start..].find('>')? + 1;
+    let close = open_end + body[open_end..].find("</faultstring>")?;
+    Some(body[open_end..close].trim().to_owned())
+}
+
+/// Escapes text for an XML element.
+pub fn xml_escape(s: &str) -> Cow<'_, str> {
+    if !s.contains(['&', '<', '>']) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"))
+}
+
+/// Standard base64 with padding (for the Basic auth header).
+pub fn base64(input: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
+    for chunk in input.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (plain, encoded) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("foobar", "Zm9vYmFy")]
+        {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+        assert_eq!(base64(b"root:secret"), "cm9vdDpzZWNyZXQ=");
+    }
+
+    #[test]
+    fn faults_and_escaping() {
+        let body = "<soap:Fault><faultcode>soap:Client</faultcode><faultstring xml:lang=\"en\"> no such entry </faultstring></soap:Fault>";
+        assert_eq!(fault_string(body).as_deref(), Some("no such entry"));
+        assert_eq!(fault_string("<ok/>"), None);
+        assert_eq!(xml_escape("/a<b>&c"), "/a&lt;b&gt;&amp;c");
+    }
+
+    #[tokio::test]
+    async fn keep_alive_exchange_with_chunked_and_fault() -> Result<()> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await?;
+            let mut r = BufReader::new(stream);
+            let mut requests = Vec::new();
+            for reply in [
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n<ok/>".to_owned(),
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n<a>\r\n4\r\n</a>\r\n0\r\n\r\n".to_owned(),
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 44\r\n\r\n<faultstring>entry not found</faultstring>  "
+                    .to_owned(),
+            ] {
+                let mut head = String::new();
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    r.read_line(&mut line).await?;
+                    if line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; length];
+                r.read_exact(&mut body).await?;
+                requests.push((head, String::from_utf8_lossy(&body).into_owned()));
+                r.get_mut().write_all(reply.as_bytes()).await?;
+            }
+            Ok::<_, std::io::Error>(requests)
+        });
+        let mut client = SoapClient::new("127.0.0.1", port, "/soap", "root", Some("secret"));
+        client.ping().await?;
+        assert_eq!(client.get_attributes("/bench/e1", &["a0", "a1"]).await?, 7);
+        match client.get_attributes("/nope", &["a0"]).await {
+            Err(ClientError::Server { code: 500, message }) => assert_eq!(message, "entry not found"),
+            other => panic!("expected a fault, got {other:?}"),
+        }
+        let requests = server.await.map_err(|e| ClientError::Protocol(e.to_string()))??;
+        assert_eq!(requests.len(), 3, "all three calls used one connection");
+        let (head, body) = &requests[1];
+        assert!(head.starts_with("POST /soap HTTP/1.1\r\n"));
+        assert!(head.contains("Authorization: Basic cm9vdDpzZWNyZXQ=\r\n"));
+        assert!(head.contains("SOAPAction: \"urn:ardacat:metadata:1#getAttributes\""));
+        assert!(body.contains(
+            "<getAttributes xmlns=\"urn:ardacat:metadata:1\"><entryName>/bench/e1</entryName>\
+             <attributeName>a0</attributeName><attributeName>a1</attributeName></getAttributes>"
+        ));
+        assert!(requests[0].1.contains("<soap:Body><ping xmlns=\"urn:ardacat:metadata:1\"/></soap:Body>"));
+        Ok(())
+    }
+}

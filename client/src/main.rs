@@ -1,0 +1,301 @@
+//! The `ardacat` command-line client: argument parsing, connection settings (mdclient.config plus
+//! flags), and dispatch to one-shot, line-input, interactive, import/export and bench modes. The
+//! protocol lives in the library; this file must not speak wire bytes itself.
+
+mod cli;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ardacat_client::bench::{self, BenchOptions, Protocol, Scenario};
+use ardacat_client::{Client, ClientConfig, DEFAULT_PORT, Format, MdConfig, UseSsl};
+use clap::{Args, Parser, Subcommand};
+
+/// Default HTTP port of the SOAP endpoint (for `bench --protocol soap`).
+const DEFAULT_SOAP_PORT: u16 = 8823;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ardacat",
+    version,
+    about = "Client for the ardacat / AMGA metadata catalogue (TCP streaming protocol)",
+    after_help = "Without -c, -f or a subcommand, commands are read from standard input when it is not a \
+                  terminal, otherwise an interactive shell starts (prompt `Query>`).\n\
+                  Settings are read from ~/.mdclient.config, then ./mdclient.config (Host, Port, Login, \
+                  Password, UseSSL); flags override them."
+)]
+struct Cli {
+    #[command(flatten)]
+    conn: ConnArgs,
+    /// Run this command and exit; may be repeated (stops at the first error).
+    #[arg(short = 'c', long = "command", value_name = "COMMAND")]
+    commands: Vec<String>,
+    /// Read commands from this file, one per line (`-` for standard input).
+    #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with = "commands")]
+    file: Option<PathBuf>,
+    /// Output format: amga (raw lines), table, csv or json (one array per row).
+    #[arg(long, global = true, default_value = "amga", value_name = "FORMAT", help_heading = "Output")]
+    format: Format,
+    #[command(subcommand)]
+    sub: Option<Sub>,
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Connection (override mdclient.config)")]
+struct ConnArgs {
+    /// Server host [config: Host; default localhost].
+    #[arg(long, global = true)]
+    host: Option<String>,
+    /// Server port [config: Port; default 8822].
+    #[arg(long, global = true)]
+    port: Option<u16>,
+    /// Login name [config: Login; default anonymous].
+    #[arg(long, global = true)]
+    login: Option<String>,
+    /// Password [config: Password].
+    #[arg(long, global = true, env = "ARDACAT_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
+    /// Ask for the escape extension (values with newlines; NULL shown as \N in amga format).
+    #[arg(long, global = true)]
+    escape: bool,
+    /// Ask the server for a session id, so a lost connection can be resumed.
+    #[arg(long, global = true)]
+    session: bool,
+    /// Read only this configuration file instead of ~/.mdclient.config and ./mdclient.config.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Sub {
+    /// Bulk-load a CSV file (header `FILE,attr1,attr2,…`) into a collection with upload/put/commit.
+    Import {
+        /// Target collection.
+        #[arg(long)]
+        dir: String,
+        /// CSV file (`-` for standard input).
+        #[arg(long)]
+        file: PathBuf,
+        /// Entries per upload (one transaction each).
+        #[arg(long, default_value_t = 1000)]
+        batch: usize,
+    },
+    /// Stream a selectattr query into a CSV file.
+    Export {
+        /// A selected expression such as `/coll:FILE` or `/coll:attr`; repeat for more columns.
+        #[arg(long = "select", required = true, value_name = "EXPR")]
+        selects: Vec<String>,
+        /// Query condition (empty: all entries).
+        #[arg(long, default_value = "")]
+        condition: String,
+        /// Output file (default standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Load generator: N persistent connections for a fixed time; reports ops/s and latency.
+    Bench {
+        /// ping | get | add | bulkget | query
+        #[arg(long, default_value = "ping")]
+        scenario: Scenario,
+        /// Concurrent connections, one task each.
+        #[arg(long, default_value_t = 1)]
+        connections: usize,
+        /// Seconds to run.
+        #[arg(long, default_value_t = 10.0)]
+        duration: f64,
+        /// tcp | soap (SOAP supports ping and get; --port is then the HTTP port, default 8823).
+        #[arg(long, default_value = "tcp")]
+        protocol: Protocol,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// First (re)create /bench, /bench1k and /bench_add with 60 attributes and random entries.
+        #[arg(long)]
+        setup: bool,
+        /// Entries in /bench (created by --setup, drawn from by get).
+        #[arg(long, default_value_t = 10000)]
+        entries: usize,
+        /// HTTP path of the SOAP endpoint.
+        #[arg(long, default_value = "/soap")]
+        soap_path: String,
+        /// TCP port used by --setup when --protocol soap [default: config Port or 8822].
+        #[arg(long)]
+        tcp_port: Option<u16>,
+    },
+}
+
+/// Exit status for usage, configuration and connection failures.
+const EXIT_SETUP: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (config, file_port) = match resolve_config(&cli.conn) {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("ardacat: {msg}");
+            return ExitCode::from(EXIT_SETUP);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ardacat: cannot start the runtime: {e}");
+            return ExitCode::from(EXIT_SETUP);
+        }
+    };
+    match cli.sub {
+        Some(Sub::Bench { scenario, connections, duration, protocol, json, setup, entries, soap_path, tcp_port }) => {
+            let mut run_config = config.clone();
+            if protocol == Protocol::Soap {
+                run_config.port = cli.conn.port.unwrap_or(DEFAULT_SOAP_PORT);
+            }
+            let opts = BenchOptions {
+                client: run_config,
+                scenario,
+                protocol,
+                connections,
+                duration: Duration::from_secs_f64(duration.max(0.0)),
+                entries,
+                soap_path,
+            };
+            let mut setup_config = config;
+            if protocol == Protocol::Soap {
+                setup_config.port = tcp_port.or(file_port).unwrap_or(DEFAULT_PORT);
+            }
+            runtime.block_on(run_bench(opts, setup.then_some(setup_config), json))
+        }
+        Some(Sub::Import { dir, file, batch }) => runtime.block_on(async {
+            let mut client = connect_or_report(config).await?;
+            report(cli::transfer::import(&mut client, &dir, &file, batch).await)
+        }),
+        Some(Sub::Export { selects, condition, out }) => runtime.block_on(async {
+            let mut client = connect_or_report(config).await?;
+            report(cli::transfer::export(&mut client, &selects, &condition, out.as_deref()).await)
+        }),
+        None => {
+            let format = cli.format;
+            if !cli.commands.is_empty() {
+                runtime.block_on(async {
+                    let mut client = connect_or_report(config).await?;
+                    cli::shell::one_shot(&mut client, &cli.commands, format).await
+                })
+            } else if let Some(path) = cli.file {
+                runtime.block_on(async {
+                    let mut client = connect_or_report(config).await?;
+                    cli::shell::from_file(&mut client, &path, format).await
+                })
+            } else if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                let client = match runtime.block_on(connect_or_report(config)) {
+                    Ok(c) => c,
+                    Err(code) => return code,
+                };
+                cli::shell::interactive(&runtime, client, format)
+            } else {
+                runtime.block_on(async {
+                    let mut client = connect_or_report(config).await?;
+                    cli::shell::from_reader(&mut client, tokio::io::BufReader::new(tokio::io::stdin()), format).await
+                })
+            }
+        }
+    }
+    .unwrap_or_else(|code| code)
+}
+
+/// Turns an error of a whole operation into `Error <code>: <message>` and exit status 1.
+fn report(result: anyhow::Result<()>) -> Result<ExitCode, ExitCode> {
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            match e.downcast_ref::<ardacat_client::ClientError>() {
+                Some(ce) => eprintln!("Error {}: {}", ce.code(), ce.message()),
+                None => eprintln!("ardacat: {e:#}"),
+            }
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn connect_or_report(config: ClientConfig) -> Result<Client, ExitCode> {
+    Client::connect(config).await.map_err(|e| {
+        eprintln!("Error {}: {}", e.code(), e.message());
+        ExitCode::from(EXIT_SETUP)
+    })
+}
+
+/// Settings from the config files, overridden by flags. Also returns the file's port, which
+/// `bench --protocol soap --setup` needs for its TCP connection.
+fn resolve_config(args: &ConnArgs) -> Result<(ClientConfig, Option<u16>), String> {
+    let paths = match &args.config {
+        Some(path) => {
+            if !path.exists() {
+                return Err(format!("configuration file {} does not exist", path.display()));
+            }
+            vec![path.clone()]
+        }
+        None => MdConfig::default_paths(),
+    };
+    let (file, _found) = MdConfig::load_all(&paths).map_err(|e| format!("reading the configuration: {e}"))?;
+    for warning in &file.warnings {
+        eprintln!("ardacat: warning: {warning}");
+    }
+    if file.use_ssl == Some(UseSsl::Require) {
+        return Err("the configuration says `UseSSL = require`, but this client cannot use TLS; \
+                    set `UseSSL = no` (or `try`) to connect without encryption"
+            .into());
+    }
+    let defaults = ClientConfig::default();
+    let config = ClientConfig {
+        host: args.host.clone().or(file.host).unwrap_or(defaults.host),
+        port: args.port.or(file.port).unwrap_or(defaults.port),
+        login: args.login.clone().or(file.login).unwrap_or(defaults.login),
+        password: args.password.clone().or(file.password),
+        escape: args.escape,
+        session: args.session,
+        ..defaults
+    };
+    Ok((config, file.port))
+}
+
+async fn run_bench(opts: BenchOptions, setup: Option<ClientConfig>, json: bool) -> Result<ExitCode, ExitCode> {
+    if let Some(config) = setup {
+        let mut client = connect_or_report(config).await?;
+        let bar = indicatif::ProgressBar::new(opts.entries as u64 + bench::BENCH_1K_ENTRIES as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("setup {bar:40} {pos}/{len} entries {msg} ({elapsed})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        let base = opts.entries as u64;
+        let mut progress = |dir: &str, n: u64| {
+            bar.set_message(dir.to_owned());
+            bar.set_position(if dir == bench::BENCH_DIR { n } else { base + n });
+        };
+        let result = bench::setup(&mut client, opts.entries, &mut progress).await;
+        bar.finish_and_clear();
+        if let Err(e) = result {
+            eprintln!("Error {}: setup failed: {}", e.code(), e.message());
+            return Err(ExitCode::FAILURE);
+        }
+        eprintln!(
+            "setup: {} entries in {}, {} in {}",
+            opts.entries,
+            bench::BENCH_DIR,
+            bench::BENCH_1K_ENTRIES,
+            bench::BENCH_1K_DIR
+        );
+    }
+    match bench::run(&opts).await {
+        Ok(r) => {
+            if json {
+                println!("{}", r.to_json());
+            } else {
+                println!("{r}");
+            }
+            if r.ops == 0 { Err(ExitCode::FAILURE) } else { Ok(ExitCode::SUCCESS) }
+        }
+        Err(e) => {
+            eprintln!("Error {}: {}", e.code(), e.message());
+            Err(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs the whole ardacat test suite. It first makes sure what the tests need is there:
+#   - PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth), started if it is installed but down;
+#   - gSOAP (wsdl2h, soapcpp2, libgsoap) for the SOAP interop test, installed with apt-get if missing;
+#   - a Python venv with zeep for the SOAP interop test (target/interop-venv).
+# Nothing is skipped: if a dependency cannot be provided, the run fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '== %s\n' "$*" >&2; }
+
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
+if ! pg_up; then
+    log "PostgreSQL is not answering on 127.0.0.1:5432; starting the local cluster"
+    if command -v pg_ctlcluster >/dev/null; then
+        pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n1)" main start || true
+    fi
+    for _ in $(seq 1 30); do pg_up && break; sleep 1; done
+    pg_up || { log "PostgreSQL unavailable: the PostgreSQL suite cannot run"; exit 1; }
+fi
+
+if ! command -v wsdl2h >/dev/null || ! command -v soapcpp2 >/dev/null; then
+    log "installing gSOAP (Debian packages gsoap libgsoap-dev)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gsoap libgsoap-dev >/dev/null
+fi
+
+venv=target/interop-venv
+if ! "$venv/bin/python" -c 'import zeep' 2>/dev/null; then
+    log "creating $venv with zeep"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q zeep
+fi
+export ARDACAT_PYTHON="$PWD/$venv/bin/python"
+
+cargo test --workspace "$@"
