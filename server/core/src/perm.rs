@@ -135,7 +135,7 @@ impl Guard<'_> {
         };
         self.acl
             .iter()
-            .filter(|a| if a.is_group { who.groups.iter().any(|g| *g == a.principal) } else { a.principal == who.user })
+            .filter(|a| if a.is_group { who.groups.contains(&a.principal) } else { a.principal == who.user })
             .fold(base, |acc, a| acc | a.rights)
     }
 

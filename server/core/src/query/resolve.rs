@@ -60,7 +60,7 @@ impl Scope {
         let table = match &r.collection {
             Some(c) => {
                 let abs = path::absolute(&self.cwd, c)?;
-                self.table_index(&abs).ok_or_else(|| Error::NotFound(abs))?
+                self.table_index(&abs).ok_or(Error::NotFound(abs))?
             }
             None if self.bare_default || self.tables.len() == 1 => 0,
             None => {

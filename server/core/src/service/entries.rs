@@ -16,6 +16,9 @@ use crate::types::{Value, ValueType};
 /// Bound on rows in flight between the database cursor and the frontend: backpressure.
 const ROW_CHANNEL: usize = 256;
 
+/// An entry name with its values, as the bulk loader takes them.
+pub type NamedValues = (String, Vec<String>);
+
 /// The entries an argument like `/dir`, `/dir/name` or `/dir/t*` designates.
 struct Target {
     coll: CollectionInfo,
@@ -135,11 +138,13 @@ impl<S: Store> Catalogue<S> {
         self.insert(s, parent, &names, vec![(name.to_string(), values.into_iter().next().unwrap_or_default())])
             .await
             .map(|_| ())
+            // The store only knows "an entry" collided; name it.
+            .map_err(|e| if let Error::Exists(_) = e { Error::Exists(abs.clone()) } else { e })
     }
 
     /// `addentries <path>…`: entries without values, atomically (they may span collections).
     pub async fn addentries(&self, s: &mut Session<S>, entries: &[String]) -> Result<u64> {
-        let mut groups: Vec<(String, Vec<(String, Vec<String>)>)> = Vec::new();
+        let mut groups: Vec<(String, Vec<NamedValues>)> = Vec::new();
         for e in entries {
             let abs = path::absolute(&s.cwd, e)?;
             let (parent, name) = path::split(&abs).ok_or_else(|| Error::Exists("/".into()))?;
@@ -229,9 +234,13 @@ impl<S: Store> Catalogue<S> {
                     .collect::<Result<Vec<Value>>>()?;
                 entries.push(NewEntry { name, owner: who.user.clone(), group: group.clone(), perms: mode, values });
             }
+            // One query for the sub-collections, not one per entry: bulk loads are 1M rows.
+            let subdirs: std::collections::HashSet<String> =
+                conn.children(coll.id).await?.into_iter().map(|c| c.path).collect();
             for e in &entries {
-                if conn.collection(&path::join(&abs, &e.name)).await?.is_some() {
-                    return Err(Error::Exists(path::join(&abs, &e.name)));
+                let p = path::join(&abs, &e.name);
+                if subdirs.contains(&p) {
+                    return Err(Error::Exists(p));
                 }
             }
             conn.insert_entries(coll.id, &attrs, entries).await
@@ -393,6 +402,13 @@ impl<S: Store> Catalogue<S> {
         let mut paths = Vec::new();
         query::resolve::condition_collections(&cond, &cwd, &mut paths)?;
         let scope = self.scope(&mut conn, &who, &cwd, Some((t.coll.clone(), READ)), paths).await?;
+        // Like getattr (after the permission check): a name without wildcards must exist, so a
+        // mistyped directory is error 1 rather than an empty result.
+        if let Some(name) = &t.exact
+            && !entry_exists(&mut *conn, t.coll.id, name).await?
+        {
+            return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
+        }
         let cond = scope.resolve_condition(cond)?;
         let plan = plan_from(
             &scope,
