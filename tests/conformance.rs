@@ -74,7 +74,13 @@ async fn conformance(backend: Backend) -> Vec<(String, Rows)> {
         cat.listattr(se, "/jobs").await.unwrap().into_iter().map(|a| (a.name, a.attr_type.to_string())).collect();
     assert_eq!(
         attrs,
-        pairs(&[("events", "int"), ("energy", "float"), ("status", "varchar(10)"), ("started", "timestamp"), ("ok", "bool")])
+        pairs(&[
+            ("events", "int"),
+            ("energy", "float"),
+            ("status", "varchar(10)"),
+            ("started", "timestamp"),
+            ("ok", "bool")
+        ])
     );
     // Inheritance: a sub-collection takes the parent's attributes unless plain.
     cat.createdir(se, "/jobs/sub", false).await.unwrap();
@@ -83,7 +89,9 @@ async fn conformance(backend: Backend) -> Vec<(String, Rows)> {
     assert!(cat.listattr(se, "/jobs/plain").await.unwrap().is_empty());
 
     // --- entries: typed values, validation ---
-    for (i, (ev, en, st)) in [(9, 1.5, "done"), (10, 2.25, "run"), (100, -3.0, "done"), (2, 0.0, "new")].iter().enumerate() {
+    for (i, (ev, en, st)) in
+        [(9, 1.5, "done"), (10, 2.25, "run"), (100, -3.0, "done"), (2, 0.0, "new")].iter().enumerate()
+    {
         cat.addentry(
             se,
             &format!("/jobs/j{i}"),
@@ -225,13 +233,20 @@ async fn conformance(backend: Backend) -> Vec<(String, Rows)> {
     cat.addattr(se, "/bulk", "n", "int", true).await.unwrap();
     cat.addattr(se, "/bulk", "x", "float", false).await.unwrap();
     assert_eq!(cat.insert(se, "/bulk", &s(&["n", "x"]), rows).await.unwrap(), 10_000);
-    let bad = vec![("c1".to_string(), vec!["1".to_string(), "1".to_string()]), ("c2".into(), vec!["x".into(), "1".into()])];
+    let bad =
+        vec![("c1".to_string(), vec!["1".to_string(), "1".to_string()]), ("c2".into(), vec!["x".into(), "1".into()])];
     assert_eq!(code(cat.insert(se, "/bulk", &s(&["n", "x"]), bad).await), 18);
-    let dup = vec![("c1".to_string(), vec!["1".to_string(), "1".to_string()]), ("b00001".into(), vec!["1".into(), "1".into()])];
+    let dup = vec![
+        ("c1".to_string(), vec!["1".to_string(), "1".to_string()]),
+        ("b00001".into(), vec!["1".into(), "1".into()]),
+    ];
     assert_eq!(code(cat.insert(se, "/bulk", &s(&["n", "x"]), dup).await), 15);
     assert_eq!(code(cat.getattr(se, "/bulk/c1", &s(&["n"]), &mut Vec::new()).await), 1);
     let r = select(&cat, se, &["/bulk:FILE", "/bulk:x"], "/bulk:n >= 9998 and /bulk:n < 10000 and /bulk:x > 0").await;
-    assert_eq!(r, vec![vec![Some("b09998".into()), Some("2499.5".into())], vec![Some("b09999".into()), Some("2499.75".into())]]);
+    assert_eq!(
+        r,
+        vec![vec![Some("b09998".into()), Some("2499.5".into())], vec![Some("b09999".into()), Some("2499.75".into())]]
+    );
     transcript.push(("bulk".into(), r));
 
     // --- rm, rmdir, sequences ---
@@ -251,7 +266,8 @@ async fn conformance(backend: Backend) -> Vec<(String, Rows)> {
     assert_eq!(code(cat.rmdir(se, "/").await), 4);
 
     // --- injection attempts change nothing ---
-    for evil in ["x'; DROP TABLE e1; --", "\"; DROP TABLE collections; --", "a\0b", "/jobs:FILE = 1; DROP TABLE users"] {
+    for evil in ["x'; DROP TABLE e1; --", "\"; DROP TABLE collections; --", "a\0b", "/jobs:FILE = 1; DROP TABLE users"]
+    {
         let _ = cat.selectattr(se, &spec(&["/jobs:FILE"], evil), &mut Vec::new()).await;
         let _ = cat.addentry(se, &format!("/jobs/{evil}"), &[]).await;
         let _ = cat.addattr(se, "/jobs", evil, "int", false).await;
@@ -269,7 +285,10 @@ async fn conformance(backend: Backend) -> Vec<(String, Rows)> {
     let mut alice = Session::new(cat.authenticate("alice", Some("apw")).await.unwrap());
     assert_eq!(code(cat.authenticate("alice", Some("wrong")).await), 4);
     assert_eq!(code(cat.selectattr(&mut alice, &spec(&["/jobs:FILE"], ""), &mut Vec::new()).await), 4);
-    assert_eq!(code(cat.selectattr(&mut alice, &spec(&["/lock:FILE"], "/lock:id = /jobs:events"), &mut Vec::new()).await), 4);
+    assert_eq!(
+        code(cat.selectattr(&mut alice, &spec(&["/lock:FILE"], "/lock:id = /jobs:events"), &mut Vec::new()).await),
+        4
+    );
     assert_eq!(code(cat.addentry(&mut alice, "/jobs/mine", &[]).await), 4);
     assert_eq!(code(cat.user_create(&mut alice, "bob", "x").await), 4);
     assert_eq!(code(cat.createdir(&mut alice, "/alice", false).await), 4, "root collection is rwxr-xr-x");

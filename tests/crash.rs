@@ -52,7 +52,11 @@ async fn crash_loop(backend: Backend, rounds: usize) {
         assert!(lost.is_empty(), "round {round}: uncommitted writes survived: {} rows", lost.len());
         // The bulk insert is all or nothing.
         let bulk_rows = ok(&mut r, &format!("find /c 'like(FILE, \"bulk{round}_%\")'")).await;
-        assert!(bulk_rows.is_empty() || bulk_rows.len() == 2000, "round {round}: partial bulk insert: {}", bulk_rows.len());
+        assert!(
+            bulk_rows.is_empty() || bulk_rows.len() == 2000,
+            "round {round}: partial bulk insert: {}",
+            bulk_rows.len()
+        );
         db = server.kill();
     }
 }

@@ -74,7 +74,8 @@ async fn load(cat: &Cat, se: &mut Session<Store>, dir: &str, indexed: bool, n: u
     ] {
         cat.addattr(se, dir, name, ty, idx).await.unwrap();
     }
-    let names: Vec<String> = ["i0", "i1", "i2", "i3", "f0", "f1", "f2", "s0", "s1", "s2"].iter().map(|s| s.to_string()).collect();
+    let names: Vec<String> =
+        ["i0", "i1", "i2", "i3", "f0", "f1", "f2", "s0", "s1", "s2"].iter().map(|s| s.to_string()).collect();
     let mut rng = Rng(42);
     let start = Instant::now();
     let batch = 20_000;
@@ -119,7 +120,8 @@ async fn query_latency(cat: &Cat, se: &mut Session<Store>, dir: &str, queries: u
             50 + rng.next() % 50,
             rng.next() % 1000
         );
-        let spec = SelectSpec { select: vec![format!("{dir}:FILE"), format!("{dir}:i0")], condition: cond, order_by: None };
+        let spec =
+            SelectSpec { select: vec![format!("{dir}:FILE"), format!("{dir}:i0")], condition: cond, order_by: None };
         let mut rows: Vec<Vec<Option<String>>> = Vec::new();
         let t = Instant::now();
         cat.selectattr(se, &spec, &mut rows).await.unwrap();
@@ -134,7 +136,9 @@ async fn query_latency(cat: &Cat, se: &mut Session<Store>, dir: &str, queries: u
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
-    println!("| backend | entries | bulk load entries/s | query p50 no index (ms) | p95 no index | p50 indexed (ms) | p95 indexed | rows matched |");
+    println!(
+        "| backend | entries | bulk load entries/s | query p50 no index (ms) | p95 no index | p50 indexed (ms) | p95 indexed | rows matched |"
+    );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for backend in &a.backends {
         let dir = tempfile::tempdir().unwrap();
@@ -142,7 +146,8 @@ async fn main() {
         let url = match *backend {
             "sqlite" => format!("sqlite:{}", dir.path().join("bench.db").display()),
             _ => {
-                let admin = std::env::var("ARDACAT_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+                let admin = std::env::var("ARDACAT_BENCH_PG")
+                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
                 let name = format!("ardacat_bench_{}", std::process::id());
                 let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.expect("PostgreSQL");
                 sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut c).await.unwrap();
@@ -165,7 +170,10 @@ async fn main() {
         }
         if let Some((admin, name)) = pg_db {
             let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)"))).execute(&mut c).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)")))
+                .execute(&mut c)
+                .await
+                .unwrap();
         }
     }
 }

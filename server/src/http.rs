@@ -1,6 +1,7 @@
 //! The HTTP frontend: SOAP endpoint, WSDL and metrics on one axum router. (SOAP operations are
 //! wired in `soap`; this module owns the listener and the routes.)
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -13,8 +14,19 @@ use tokio_util::sync::CancellationToken;
 use crate::tcp::Shared;
 
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
-    let app = Router::new().route("/metrics", get(metrics)).with_state(shared);
-    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await {
+    let bound = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %e, "http listener has no address");
+            return;
+        }
+    };
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(shared.clone())
+        .merge(crate::soap::router(shared, bound));
+    let service = app.into_make_service_with_connect_info::<SocketAddr>();
+    if let Err(e) = axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await {
         tracing::error!(error = %e, "http server failed");
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod http;
+pub mod soap;
 pub mod tcp;
 
 use std::net::SocketAddr;

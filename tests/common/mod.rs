@@ -63,6 +63,14 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// Another handle on the same database, for a second server process on it. Dropping the
+    /// handle removes nothing; the original `TestDb` still owns (and removes) the database.
+    pub fn share(&self) -> TestDb {
+        TestDb { url: self.url.clone(), backend: self.backend, _dir: None, pg_name: None }
+    }
+}
+
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Some(name) = self.pg_name.take() {
@@ -125,6 +133,16 @@ impl TestServer {
         TestServer { child, tcp, http, db }
     }
 
+    /// A fresh database and extra flags (e.g. `--max-line 4096`).
+    pub async fn start_flags(backend: Backend, extra: &[&str]) -> TestServer {
+        Self::start_with(TestDb::new(backend).await, extra).await
+    }
+
+    /// A raw connection logged in as another user.
+    pub async fn raw_as(&self, user: &str, password: &str) -> RawConn {
+        RawConn::login(self.tcp, user, Some(password)).await
+    }
+
     pub async fn raw(&self) -> RawConn {
         RawConn::login(self.tcp, "root", Some(ROOT_PASSWORD)).await
     }
@@ -137,11 +155,10 @@ impl TestServer {
     pub fn kill(mut self) -> TestDb {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let db = std::mem::replace(
+        std::mem::replace(
             &mut self.db,
             TestDb { url: String::new(), backend: Backend::Sqlite, _dir: None, pg_name: None },
-        );
-        db
+        )
     }
 }
 
@@ -156,6 +173,8 @@ impl Drop for TestServer {
 pub struct RawConn {
     pub stream: TcpStream,
     buf: Vec<u8>,
+    /// How long one read may wait before the test fails (default 30 s).
+    pub timeout: Duration,
 }
 
 pub const END: &[u8] = b"\x04\x04";
@@ -164,7 +183,7 @@ impl RawConn {
     pub async fn connect(addr: SocketAddr) -> RawConn {
         let stream = TcpStream::connect(addr).await.expect("connect");
         stream.set_nodelay(true).ok();
-        RawConn { stream, buf: Vec::new() }
+        RawConn { stream, buf: Vec::new(), timeout: Duration::from_secs(30) }
     }
 
     /// Greeting, `plain`, `OK`, login block — as the original client does.
@@ -188,8 +207,8 @@ impl RawConn {
     }
 
     async fn fill(&mut self) -> bool {
-        let mut chunk = [0u8; 65536];
-        match tokio::time::timeout(Duration::from_secs(30), self.stream.read(&mut chunk)).await {
+        let mut chunk = vec![0u8; 65536];
+        match tokio::time::timeout(self.timeout, self.stream.read(&mut chunk)).await {
             Ok(Ok(0)) | Ok(Err(_)) => false,
             Ok(Ok(n)) => {
                 self.buf.extend_from_slice(&chunk[..n]);
@@ -248,9 +267,96 @@ impl RawConn {
         (code, lines)
     }
 
+    /// A plain resume, as the original client does it: greeting, `resume<id>\n\n`, and no `OK`
+    /// and no login block.
+    pub async fn resume(addr: SocketAddr, id: u64) -> RawConn {
+        let mut c = RawConn::connect(addr).await;
+        let greeting = c.read_lines(3).await;
+        assert!(greeting.starts_with(b"ARDA Metadata Server "), "{greeting:?}");
+        c.send(format!("resume{id}\n\n").as_bytes()).await;
+        c
+    }
+
+    /// Whatever arrives within `wait` (already buffered bytes included); empty means silence.
+    /// The connection closing counts as silence too (see [`RawConn::closed`]).
+    pub async fn silence(&mut self, wait: Duration) -> Vec<u8> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut chunk = vec![0u8; 4096];
+        while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, self.stream.read(&mut chunk)).await {
+            if n == 0 {
+                break;
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+        std::mem::take(&mut self.buf)
+    }
+
+    /// The next bytes from the server (buffered ones first), at most `max`; empty at EOF.
+    pub async fn read_some(&mut self, max: usize) -> Vec<u8> {
+        if self.buf.is_empty() && !self.fill().await {
+            return Vec::new();
+        }
+        let n = self.buf.len().min(max);
+        let rest = self.buf.split_off(n);
+        std::mem::replace(&mut self.buf, rest)
+    }
+
+    /// Read and discard up to the end of the current reply without keeping it all in memory;
+    /// returns (bytes read, the last `keep` bytes of the reply).
+    pub async fn drain_reply(&mut self, keep: usize) -> (usize, Vec<u8>) {
+        let mut total = 0;
+        let mut tail: Vec<u8> = Vec::new();
+        loop {
+            let chunk = self.read_some(1 << 20).await;
+            assert!(!chunk.is_empty(), "connection closed mid-reply; tail {:?}", String::from_utf8_lossy(&tail));
+            total += chunk.len();
+            tail.extend_from_slice(&chunk);
+            if let Some(end) = reply_end(&tail) {
+                // Anything after the marker belongs to the next reply.
+                let extra = tail.split_off(end);
+                total -= extra.len();
+                let mut rest = extra;
+                rest.extend_from_slice(&self.buf);
+                self.buf = rest;
+                let cut = tail.len().saturating_sub(keep);
+                return (total, tail.split_off(cut));
+            }
+            if tail.len() > 2 * keep + 64 {
+                tail.drain(..tail.len() - keep - 64);
+            }
+        }
+    }
+
+    /// Write `bytes` while reading at the same time (the server may answer and hang up before it
+    /// has read them all). Returns whether the whole write went through and every byte read up
+    /// to EOF.
+    pub async fn send_and_read_to_eof(&mut self, bytes: &[u8]) -> (bool, Vec<u8>) {
+        let limit = self.timeout;
+        let mut out = std::mem::take(&mut self.buf);
+        let (mut rd, mut wr) = self.stream.split();
+        let write = async { wr.write_all(bytes).await.is_ok() };
+        let read = async {
+            let mut chunk = vec![0u8; 65536];
+            loop {
+                match tokio::time::timeout(limit, rd.read(&mut chunk)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) => break,
+                    Ok(Ok(n)) => out.extend_from_slice(&chunk[..n]),
+                    Err(_) => panic!("timed out waiting for EOF; have {:?}", String::from_utf8_lossy(&out)),
+                }
+            }
+        };
+        let (written, ()) = tokio::join!(write, read);
+        (written, out)
+    }
+
+    /// Shut down the write half (the server sees EOF after what was sent).
+    pub async fn shutdown_write(&mut self) {
+        self.stream.shutdown().await.expect("shutdown");
+    }
+
     /// Is the peer closed (EOF) within the timeout?
     pub async fn closed(&mut self) -> bool {
-        let mut chunk = [0u8; 1024];
+        let mut chunk = vec![0u8; 1024];
         loop {
             match tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut chunk)).await {
                 Ok(Ok(0)) | Ok(Err(_)) => return true,
@@ -272,4 +378,73 @@ pub async fn ok(c: &mut RawConn, line: &str) -> Vec<String> {
 pub async fn fails(c: &mut RawConn, line: &str, code: i32) {
     let (got, lines) = c.lines(line).await;
     assert_eq!(got, code, "{line}: expected error {code}, got {got} {lines:?}");
+}
+
+/// Where the first reply in `bytes` ends: just after `\x04\x04` or `\x04session<digits>\x04`.
+/// Data lines never hold EOT, so the first EOT starts the end marker.
+pub fn reply_end(bytes: &[u8]) -> Option<usize> {
+    let start = bytes.iter().position(|b| *b == 0x04)?;
+    let end = bytes[start + 1..].iter().position(|b| *b == 0x04)?;
+    Some(start + 1 + end + 1)
+}
+
+/// The session id in a reply's end marker (`\x04session<id>\x04`), if any.
+pub fn session_of(reply: &[u8]) -> Option<u64> {
+    let end = reply.len().checked_sub(1).filter(|&i| reply[i] == 0x04)?;
+    let start = reply[..end].iter().rposition(|b| *b == 0x04)?;
+    std::str::from_utf8(reply[start + 1..end].strip_prefix(b"session")?).ok()?.parse().ok()
+}
+
+/// A `/proc/<pid>/status` field in kB (`VmRSS`, `VmHWM`, …); Linux only.
+pub fn proc_status_kb(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Samples a process's resident set size on a thread of its own and keeps the peak.
+pub struct RssMonitor {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    peak: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RssMonitor {
+    pub fn start(pid: u32) -> RssMonitor {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (s, p) = (stop.clone(), peak.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                if let Some(kb) = proc_status_kb(pid, "VmRSS") {
+                    p.fetch_max(kb, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        RssMonitor { stop, peak, thread: Some(thread) }
+    }
+
+    /// Peak VmRSS seen so far, in kB.
+    pub fn peak_kb(&self) -> u64 {
+        self.peak.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stop sampling and return the peak in kB.
+    pub fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peak_kb()
+    }
+}
+
+impl Drop for RssMonitor {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }

@@ -8,6 +8,10 @@ use ardacat_core::store::{
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
 use chrono::Utc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use tokio::sync::mpsc;
 
 use crate::error::StoreError;
@@ -31,15 +35,48 @@ pub fn map_err(e: StoreError) -> Error {
     }
 }
 
+/// How long a cached schema fact may be served without re-reading it. Changes made through this
+/// process invalidate at once; the bound is for other processes sharing the database.
+const SCHEMA_CACHE_TTL: Duration = Duration::from_secs(1);
+
+/// Read-mostly schema facts (collections, attributes, ACLs) that every operation looks up. Reads
+/// outside a transaction use it; any change through this process clears it; a transaction that
+/// changed the schema clears it again when it ends.
+#[derive(Default)]
+struct SchemaCache {
+    by_path: HashMap<String, (Option<CollectionInfo>, Instant)>,
+    attrs: HashMap<i64, (Vec<AttrDef>, Instant)>,
+    acls: HashMap<i64, (Vec<AclEntry>, Instant)>,
+}
+
+impl SchemaCache {
+    fn fresh<T: Clone>(e: Option<&(T, Instant)>) -> Option<T> {
+        e.filter(|(_, t)| t.elapsed() < SCHEMA_CACHE_TTL).map(|(v, _)| v.clone())
+    }
+
+    fn clear(&mut self) {
+        self.by_path.clear();
+        self.attrs.clear();
+        self.acls.clear();
+    }
+}
+
 /// The catalogue's storage: a pool of either backend.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SqlStore {
     db: Db,
+    cache: Arc<Mutex<SchemaCache>>,
+}
+
+impl std::fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore").field("db", &self.db).finish()
+    }
 }
 
 impl SqlStore {
     pub fn new(db: Db) -> Self {
-        SqlStore { db }
+        SqlStore { db, cache: Arc::default() }
     }
 
     pub fn db(&self) -> &Db {
@@ -63,7 +100,7 @@ impl Store for SqlStore {
 
     async fn acquire(&self) -> Result<SqlConn> {
         let conn = self.db.acquire().await.map_err(map_err)?;
-        Ok(SqlConn { dialect: dialect_of(conn.backend()), conn })
+        Ok(SqlConn { dialect: dialect_of(conn.backend()), conn, cache: self.cache.clone(), schema_changed: false })
     }
 
     fn backend_name(&self) -> &'static str {
@@ -74,6 +111,9 @@ impl Store for SqlStore {
 pub struct SqlConn {
     conn: Conn,
     dialect: Dialect,
+    cache: Arc<Mutex<SchemaCache>>,
+    /// This connection's open transaction changed schema facts: clear the cache when it ends.
+    schema_changed: bool,
 }
 
 fn now() -> Value {
@@ -122,6 +162,71 @@ fn int_of(v: &Value) -> i64 {
 }
 
 impl SqlConn {
+    fn cache(&self) -> std::sync::MutexGuard<'_, SchemaCache> {
+        // A poisoned lock only means a panic elsewhere mid-insert into plain maps.
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads inside a transaction may see uncommitted changes: they neither use nor fill the cache.
+    fn cacheable(&self) -> bool {
+        !self.conn.in_transaction()
+    }
+
+    /// A schema fact changed: drop everything cached, now and again when the transaction ends.
+    fn schema_changed(&mut self) {
+        self.cache().clear();
+        if self.conn.in_transaction() {
+            self.schema_changed = true;
+        }
+    }
+
+    fn end_transaction(&mut self) {
+        if std::mem::take(&mut self.schema_changed) {
+            self.cache().clear();
+        }
+    }
+
+    async fn load_attributes(&mut self, collection_id: i64) -> Result<Vec<AttrDef>> {
+        let sql = format!(
+            "SELECT id, name, type, indexed FROM attributes WHERE collection_id = {} ORDER BY id",
+            self.p(1, ValueType::Int)
+        );
+        let rows = self
+            .rows(
+                &sql,
+                &[Value::Int(collection_id)],
+                &[ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Bool],
+            )
+            .await?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(AttrDef {
+                    id: int_of(&r[0]),
+                    name: text_of(&r[1]),
+                    attr_type: AttrType::parse(&text_of(&r[2]))?,
+                    indexed: matches!(r[3], Value::Bool(true)),
+                })
+            })
+            .collect()
+    }
+
+    async fn load_acl(&mut self, collection_id: i64) -> Result<Vec<AclEntry>> {
+        let sql = format!(
+            "SELECT principal, is_group, rights FROM acls WHERE collection_id = {} ORDER BY is_group, principal",
+            self.p(1, ValueType::Int)
+        );
+        let rows =
+            self.rows(&sql, &[Value::Int(collection_id)], &[ValueType::Text, ValueType::Bool, ValueType::Int]).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| AclEntry {
+                principal: text_of(&r[0]),
+                is_group: matches!(r[1], Value::Bool(true)),
+                rights: int_of(&r[2]) as u16,
+            })
+            .collect())
+    }
+
     /// `?n`/`$n` placeholders for a statement whose parameters have these types.
     fn p(&self, n: usize, t: ValueType) -> String {
         self.dialect.param(n, t)
@@ -172,11 +277,15 @@ impl StoreConn for SqlConn {
     }
 
     async fn commit(&mut self) -> Result<()> {
-        self.conn.commit().await.map_err(map_err)
+        let r = self.conn.commit().await.map_err(map_err);
+        self.end_transaction();
+        r
     }
 
     async fn rollback(&mut self) -> Result<()> {
-        self.conn.rollback().await.map_err(map_err)
+        let r = self.conn.rollback().await.map_err(map_err);
+        self.end_transaction();
+        r
     }
 
     async fn savepoint(&mut self) -> Result<()> {
@@ -192,9 +301,17 @@ impl StoreConn for SqlConn {
     }
 
     async fn collection(&mut self, path: &str) -> Result<Option<CollectionInfo>> {
+        let cacheable = self.cacheable();
+        if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().by_path.get(path)) {
+            return Ok(hit);
+        }
         let sql = format!("SELECT {COLLECTION_COLS} FROM collections WHERE path = {}", self.p(1, ValueType::Text));
         let rows = self.rows(&sql, &[Value::Text(path.into())], &COLLECTION_TYPES).await?;
-        rows.into_iter().next().map(collection_from).transpose()
+        let found = rows.into_iter().next().map(collection_from).transpose()?;
+        if cacheable {
+            self.cache().by_path.insert(path.to_string(), (found.clone(), Instant::now()));
+        }
+        Ok(found)
     }
 
     async fn collection_by_id(&mut self, id: i64) -> Result<Option<CollectionInfo>> {
@@ -221,6 +338,7 @@ impl StoreConn for SqlConn {
         perms: u16,
         attrs: &[(String, AttrType, bool)],
     ) -> Result<CollectionInfo> {
+        self.schema_changed();
         let name = path.rsplit('/').next().unwrap_or_default().to_string();
         let sql = format!(
             "INSERT INTO collections (parent_id, path, name, owner, grp, perms, created) VALUES ({}, {}, {}, {}, {}, {}, {}) RETURNING id",
@@ -271,6 +389,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_collection(&mut self, id: i64) -> Result<()> {
+        self.schema_changed();
         self.batch(&format!("DROP TABLE {}", table_name(id))).await?;
         for t in ["attributes", "acls", "sequences"] {
             let sql = format!("DELETE FROM {t} WHERE collection_id = {}", self.p(1, ValueType::Int));
@@ -281,22 +400,29 @@ impl StoreConn for SqlConn {
     }
 
     async fn set_collection_owner(&mut self, id: i64, owner: &str, group: &str) -> Result<()> {
+        self.schema_changed();
         let sql = format!(
             "UPDATE collections SET owner = {}, grp = {} WHERE id = {}",
             self.p(1, ValueType::Text),
             self.p(2, ValueType::Text),
             self.p(3, ValueType::Int)
         );
-        self.exec(&sql, &[Value::Text(owner.into()), Value::Text(group.into()), Value::Int(id)]).await.map(|_| ())
+        let r =
+            self.exec(&sql, &[Value::Text(owner.into()), Value::Text(group.into()), Value::Int(id)]).await.map(|_| ());
+        self.schema_changed();
+        r
     }
 
     async fn set_collection_perms(&mut self, id: i64, perms: u16) -> Result<()> {
+        self.schema_changed();
         let sql = format!(
             "UPDATE collections SET perms = {} WHERE id = {}",
             self.p(1, ValueType::Int),
             self.p(2, ValueType::Int)
         );
-        self.exec(&sql, &[Value::Int(perms as i64), Value::Int(id)]).await.map(|_| ())
+        let r = self.exec(&sql, &[Value::Int(perms as i64), Value::Int(id)]).await.map(|_| ());
+        self.schema_changed();
+        r
     }
 
     async fn has_entries(&mut self, id: i64) -> Result<bool> {
@@ -305,27 +431,27 @@ impl StoreConn for SqlConn {
     }
 
     async fn attributes(&mut self, collection_id: i64) -> Result<Vec<AttrDef>> {
-        let sql = format!(
-            "SELECT id, name, type, indexed FROM attributes WHERE collection_id = {} ORDER BY id",
-            self.p(1, ValueType::Int)
-        );
-        let rows = self
-            .rows(
-                &sql,
-                &[Value::Int(collection_id)],
-                &[ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Bool],
-            )
-            .await?;
-        rows.into_iter()
-            .map(|r| {
-                Ok(AttrDef {
-                    id: int_of(&r[0]),
-                    name: text_of(&r[1]),
-                    attr_type: AttrType::parse(&text_of(&r[2]))?,
-                    indexed: matches!(r[3], Value::Bool(true)),
-                })
-            })
-            .collect()
+        let cacheable = self.cacheable();
+        if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().attrs.get(&collection_id)) {
+            return Ok(hit);
+        }
+        let attrs = self.load_attributes(collection_id).await?;
+        if cacheable {
+            self.cache().attrs.insert(collection_id, (attrs.clone(), Instant::now()));
+        }
+        Ok(attrs)
+    }
+
+    async fn acl(&mut self, collection_id: i64) -> Result<Vec<AclEntry>> {
+        let cacheable = self.cacheable();
+        if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().acls.get(&collection_id)) {
+            return Ok(hit);
+        }
+        let acl = self.load_acl(collection_id).await?;
+        if cacheable {
+            self.cache().acls.insert(collection_id, (acl.clone(), Instant::now()));
+        }
+        Ok(acl)
     }
 
     async fn add_attribute(
@@ -335,6 +461,7 @@ impl StoreConn for SqlConn {
         attr_type: AttrType,
         indexed: bool,
     ) -> Result<AttrDef> {
+        self.schema_changed();
         let id = self.insert_attr_row(collection_id, name, attr_type, indexed).await?;
         let col = attr_column(id);
         let def = self.dialect.column_def(&col, attr_type);
@@ -346,6 +473,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_attribute(&mut self, collection_id: i64, attr: &AttrDef) -> Result<()> {
+        self.schema_changed();
         let t = table_name(collection_id);
         let c = attr_column(attr.id);
         if attr.indexed {
@@ -436,24 +564,8 @@ impl StoreConn for SqlConn {
         n.map_err(map_err)
     }
 
-    async fn acl(&mut self, collection_id: i64) -> Result<Vec<AclEntry>> {
-        let sql = format!(
-            "SELECT principal, is_group, rights FROM acls WHERE collection_id = {} ORDER BY is_group, principal",
-            self.p(1, ValueType::Int)
-        );
-        let rows =
-            self.rows(&sql, &[Value::Int(collection_id)], &[ValueType::Text, ValueType::Bool, ValueType::Int]).await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| AclEntry {
-                principal: text_of(&r[0]),
-                is_group: matches!(r[1], Value::Bool(true)),
-                rights: int_of(&r[2]) as u16,
-            })
-            .collect())
-    }
-
     async fn set_acl(&mut self, collection_id: i64, e: &AclEntry) -> Result<()> {
+        self.schema_changed();
         let sql = format!(
             "INSERT INTO acls (collection_id, principal, is_group, rights) VALUES ({}, {}, {}, {}) \
              ON CONFLICT (collection_id, principal, is_group) DO UPDATE SET rights = excluded.rights",
@@ -468,16 +580,21 @@ impl StoreConn for SqlConn {
             Value::Bool(e.is_group),
             Value::Int(e.rights as i64),
         ];
-        self.exec(&sql, &params).await.map(|_| ())
+        let r = self.exec(&sql, &params).await.map(|_| ());
+        self.schema_changed();
+        r
     }
 
     async fn remove_acl(&mut self, collection_id: i64, principal: &str) -> Result<u64> {
+        self.schema_changed();
         let sql = format!(
             "DELETE FROM acls WHERE collection_id = {} AND principal = {}",
             self.p(1, ValueType::Int),
             self.p(2, ValueType::Text)
         );
-        self.exec(&sql, &[Value::Int(collection_id), Value::Text(principal.into())]).await
+        let r = self.exec(&sql, &[Value::Int(collection_id), Value::Text(principal.into())]).await;
+        self.schema_changed();
+        r
     }
 
     async fn create_sequence(&mut self, collection_id: i64, name: &str, increment: i64, start: i64) -> Result<()> {

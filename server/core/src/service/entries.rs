@@ -359,11 +359,6 @@ impl<S: Store> Catalogue<S> {
         let mut conn = self.conn(s).await?;
         let t = target(&mut *conn, &cwd, pattern).await?;
         Self::check(&mut conn, &who, &t.coll, READ).await?;
-        if let Some(name) = &t.exact
-            && !entry_exists(&mut *conn, t.coll.id, name).await?
-        {
-            return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
-        }
         let all = conn.attributes(t.coll.id).await?;
         let mut columns = vec![col(0, Column::File, ValueType::Text)];
         let mut types = vec![ValueType::Text];
@@ -383,7 +378,12 @@ impl<S: Store> Catalogue<S> {
             limit: None,
             after: None,
         };
-        self.run_select(&mut conn, &plan, sink).await
+        let n = self.run_select(&mut conn, &plan, sink).await?;
+        // Nothing was written to the sink, so the caller can still answer with an error.
+        if n == 0 && t.exact.is_some() {
+            return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
+        }
+        Ok(n)
     }
 
     /// `find <pattern> <condition>`: names of matching entries.

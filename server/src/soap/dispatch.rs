@@ -1,0 +1,529 @@
+//! One decoded SOAP request → catalogue calls → one response envelope (or a streamed one).
+//! It translates only: every rule (paths, permissions, types, query language) is the
+//! catalogue's, every byte of XML is ardacat-soap's. It must not parse XML, speak HTTP or
+//! authenticate.
+//!
+//! Multi-step operations (createSchema, add/removeSchemaAttributes, createEntry, setAttributes
+//! with both values and NULLs) run in one catalogue transaction on the request's session:
+//! all of it happens or none of it.
+//!
+//! `getAttributes` can return any number of entries, so it streams: the envelope is written
+//! into a buffer and, once the buffer passes [`STREAM_THRESHOLD`], sent on as a chunked body
+//! with backpressure, so memory stays bounded. A failure before that point is an ordinary
+//! fault; a failure after the first chunk (a database error mid-stream) can only abort the
+//! body, which the client sees as a truncated response.
+
+use std::collections::HashMap;
+use std::io;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ardacat_core::path;
+use ardacat_core::service::SelectSpec;
+use ardacat_core::service::cursor::CursorState;
+use ardacat_core::store::AttrDef;
+use ardacat_core::types::Value;
+use ardacat_core::{Error, Result, RowSink};
+use ardacat_soap::{
+    Attribute, Entry, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError, SoapVersion,
+    write_response,
+};
+use axum::body::Body;
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tokio::sync::oneshot;
+
+use crate::config::Config;
+use crate::{Cat, Store};
+
+type Sess = ardacat_core::Session<Store>;
+
+/// Response bytes held before `getAttributes` switches to a streamed (chunked) body.
+pub const STREAM_THRESHOLD: usize = 256 * 1024;
+
+/// What went wrong: a catalogue error (→ `MetadataFault`) or a SOAP-layer error (a response
+/// that XML cannot carry → `Server` fault).
+#[derive(Debug)]
+pub enum Failure {
+    Cat(Error),
+    Soap(SoapError),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Cat(e)
+    }
+}
+
+impl From<SoapError> for Failure {
+    fn from(e: SoapError) -> Self {
+        Failure::Soap(e)
+    }
+}
+
+/// A successful response body.
+pub enum Output {
+    Complete(Vec<u8>),
+    /// Already streaming (HTTP 200): the body ends early if a later part fails.
+    Streaming(Body),
+}
+
+fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// `None` for an absent, empty or blank optional string (`<condition/>` means no condition).
+fn non_blank(s: Option<String>) -> Option<String> {
+    s.filter(|c| !c.trim().is_empty())
+}
+
+/// pageSize → rows per page: absent or 0 → the default; clamped silently to `[1, max]`.
+pub fn page_size(cfg: &Config, requested: Option<u32>) -> usize {
+    let max = cfg.soap_max_page_size.max(1);
+    let n = match requested {
+        None | Some(0) => cfg.soap_default_page_size,
+        Some(n) => n as usize,
+    };
+    n.clamp(1, max)
+}
+
+/// A value as a string literal of the query language: double quotes, `\` and `"` escaped.
+pub fn quote_literal(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('"');
+    for c in v.chars() {
+        if c == '\\' || c == '"' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+fn typed(a: AttrDef) -> Attribute {
+    Attribute::typed(a.name, a.attr_type.to_string())
+}
+
+fn complete(version: SoapVersion, r: &Response) -> Result<Output, Failure> {
+    let mut out = Vec::with_capacity(512);
+    write_response(version, r, &mut out)?;
+    Ok(Output::Complete(out))
+}
+
+/// Commits on success, aborts on failure (keeping the first error).
+async fn finish_tx<T>(cat: &Cat, s: &mut Sess, r: Result<T>) -> Result<T> {
+    match r {
+        Ok(v) => {
+            cat.commit(s).await?;
+            Ok(v)
+        }
+        Err(e) => {
+            if let Err(e2) = cat.abort(s).await {
+                tracing::warn!(error = %e2, "SOAP: rollback failed");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Runs one request for the session's principal.
+pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req: Request) -> Result<Output, Failure> {
+    let req = match req {
+        Request::GetAttributes { entry_names, attribute_names } => {
+            return get_attributes(cat, s, version, entry_names, attribute_names).await;
+        }
+        other => other,
+    };
+    let mut s = s;
+    let s = &mut s;
+    let cat = &cat;
+    let response = match req {
+        Request::Ping => Response::Ping,
+        Request::GetVersion => Response::GetVersion { version: crate::tcp::SERVER_VERSION.to_string() },
+        Request::CreateSchema { schema_name, attributes, plain } => {
+            cat.begin(s).await?;
+            let r = async {
+                cat.createdir(s, &schema_name, plain).await?;
+                add_attributes(cat, s, &schema_name, &attributes).await
+            }
+            .await;
+            finish_tx(cat, s, r).await?;
+            Response::CreateSchema
+        }
+        Request::DropSchema { schema_name } => {
+            cat.rmdir(s, &schema_name).await?;
+            Response::DropSchema
+        }
+        Request::AddSchemaAttributes { schema_name, attributes } => {
+            cat.begin(s).await?;
+            let r = add_attributes(cat, s, &schema_name, &attributes).await;
+            finish_tx(cat, s, r).await?;
+            Response::AddSchemaAttributes
+        }
+        Request::RemoveSchemaAttributes { schema_name, attribute_names } => {
+            cat.begin(s).await?;
+            let r = async {
+                for n in &attribute_names {
+                    cat.removeattr(s, &schema_name, n).await?;
+                }
+                Ok(())
+            }
+            .await;
+            finish_tx(cat, s, r).await?;
+            Response::RemoveSchemaAttributes
+        }
+        Request::ListSchemas { path } => {
+            let dir = non_blank(path).unwrap_or_else(|| "/".to_string());
+            Response::ListSchemas { schema_names: cat.list_collections(s, &dir).await? }
+        }
+        Request::DescribeSchema { schema_name } => Response::DescribeSchema {
+            attributes: cat.listattr(s, &schema_name).await?.into_iter().map(typed).collect(),
+        },
+        Request::ListAttributes { entry_name } => Response::ListAttributes {
+            attributes: cat.listattr(s, &entry_name).await?.into_iter().map(typed).collect(),
+        },
+        Request::CreateEntry { schema_name, entries } => {
+            Response::CreateEntry { created: create_entries(cat, s, &schema_name, entries).await? }
+        }
+        Request::RemoveEntry { pattern, condition } => {
+            let n = cat.rm(s, &pattern, non_blank(condition).as_deref()).await?;
+            Response::RemoveEntry { removed: count(n) }
+        }
+        Request::SetAttributes { pattern, condition, attributes } => Response::SetAttributes {
+            updated: set_attributes(cat, s, &pattern, non_blank(condition), attributes).await?,
+        },
+        Request::ClearAttributes { pattern, attribute_names } => {
+            if attribute_names.is_empty() {
+                return Err(Error::IllegalCommand("clearAttributes: name at least one attribute".into()).into());
+            }
+            Response::ClearAttributes { cleared: count(cat.clearattr(s, &pattern, &attribute_names).await?) }
+        }
+        Request::GetAttributes { .. } => unreachable!("handled above"),
+        Request::Query { select, condition, order_by, page_size: ps } => {
+            let spec = SelectSpec {
+                select,
+                condition: non_blank(condition).unwrap_or_default(),
+                order_by: non_blank(order_by),
+            };
+            let t = now();
+            let base = cat.new_cursor(s, &spec, t);
+            Response::Query(page(cat, s, &base, None, page_size(cfg, ps), t).await?)
+        }
+        Request::NextQuery { token, page_size: ps } => {
+            let t = now();
+            let state = cat.open_live_token(s, &token, t, cfg.soap_token_ttl_secs).await?;
+            s.cwd = state.cwd.clone();
+            let after = state.position();
+            Response::NextQuery(page(cat, s, &state, after, page_size(cfg, ps), t).await?)
+        }
+        Request::EndQuery { token } => {
+            cat.end_token(s, &token, now(), cfg.soap_token_ttl_secs).await?;
+            Response::EndQuery
+        }
+    };
+    complete(version, &response)
+}
+
+fn count(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+async fn add_attributes(cat: &Cat, s: &mut Sess, schema: &str, attributes: &[Attribute]) -> Result<()> {
+    for a in attributes {
+        let t = a
+            .attr_type
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| Error::IllegalCommand(format!("attribute {}: a type is required", a.name)))?;
+        cat.addattr(s, schema, &a.name, t, false).await?;
+    }
+    Ok(())
+}
+
+/// One page of a query; a token for the next page when more rows exist.
+async fn page(
+    cat: &Cat,
+    s: &mut Sess,
+    state: &CursorState,
+    after: Option<Vec<Value>>,
+    size: usize,
+    now: i64,
+) -> Result<MDResult> {
+    let spec = state.spec();
+    let p = cat.query_page(s, &spec, after, size).await?;
+    let token = p.next.as_ref().map(|k| cat.issue_token(&cat.continue_state(state, k, now)));
+    Ok(MDResult {
+        more: token.is_some(),
+        token,
+        columns: p.columns,
+        rows: p.rows.into_iter().map(|values| Row { values }).collect(),
+    })
+}
+
+/// createEntry: entries grouped by (collection, attributes given), all groups in one
+/// transaction. Names are relative to the schema (absolute names are taken as they are);
+/// `xsi:nil` values are left out, so they stay NULL.
+async fn create_entries(cat: &Cat, s: &mut Sess, schema: &str, entries: Vec<Entry>) -> Result<u32> {
+    let base = path::absolute(&s.cwd, schema)?;
+    type Group = (String, Vec<String>, Vec<(String, Vec<String>)>);
+    let mut groups: Vec<Group> = Vec::new();
+    let mut index: HashMap<(String, Vec<String>), usize> = HashMap::new();
+    for e in entries {
+        if e.name.trim().is_empty() {
+            return Err(Error::IllegalCommand("entry name must not be empty".into()));
+        }
+        let abs = path::absolute(&base, &e.name)?;
+        let (dir, leaf) = path::split(&abs).ok_or_else(|| Error::Exists("/".into()))?;
+        let (names, values): (Vec<String>, Vec<String>) =
+            e.attributes.into_iter().filter_map(|a| a.value.map(|v| (a.name, v))).unzip();
+        let key = (dir.to_string(), names);
+        let i = match index.get(&key) {
+            Some(i) => *i,
+            None => {
+                groups.push((key.0.clone(), key.1.clone(), Vec::new()));
+                index.insert(key, groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        groups[i].2.push((leaf.to_string(), values));
+    }
+    drop(index);
+    if groups.is_empty() {
+        // Still check the schema exists and is writable, as an empty bulk insert would.
+        return cat.insert(s, &base, &[], Vec::new()).await.map(count);
+    }
+    cat.begin(s).await?;
+    let r = async {
+        let mut total = 0u64;
+        for (dir, names, rows) in groups {
+            total += cat.insert(s, &dir, &names, rows).await?;
+        }
+        Ok(total)
+    }
+    .await;
+    finish_tx(cat, s, r).await.map(count)
+}
+
+/// setAttributes: without a condition `setattr` (and `clearattr` for NULLs, in the same
+/// transaction); with one, `updateattr` with the values as string literals.
+async fn set_attributes(
+    cat: &Cat,
+    s: &mut Sess,
+    pattern: &str,
+    condition: Option<String>,
+    attributes: Vec<Attribute>,
+) -> Result<u32> {
+    if attributes.is_empty() {
+        return Err(Error::IllegalCommand("setAttributes: name at least one attribute".into()));
+    }
+    if let Some(cond) = condition {
+        let assignments: Vec<(String, String)> = attributes
+            .into_iter()
+            .map(|a| {
+                let v = a.value.as_deref().map(quote_literal).unwrap_or_else(|| "null".to_string());
+                (a.name, v)
+            })
+            .collect();
+        return cat.updateattr(s, pattern, &assignments, &cond).await.map(count);
+    }
+    let mut sets = Vec::new();
+    let mut clears = Vec::new();
+    for a in attributes {
+        match a.value {
+            Some(v) => sets.push((a.name, v)),
+            None => clears.push(a.name),
+        }
+    }
+    if clears.is_empty() {
+        return cat.setattr(s, pattern, &sets).await.map(count);
+    }
+    if sets.is_empty() {
+        return cat.clearattr(s, pattern, &clears).await.map(count);
+    }
+    cat.begin(s).await?;
+    let r = async {
+        let n = cat.setattr(s, pattern, &sets).await?;
+        cat.clearattr(s, pattern, &clears).await?;
+        Ok(n)
+    }
+    .await;
+    finish_tx(cat, s, r).await.map(count)
+}
+
+// ------------------------------------------------------------------------------------------
+// getAttributes: streamed
+
+type ChunkTx = futures::channel::mpsc::Sender<Result<Bytes, io::Error>>;
+
+enum Start {
+    Done(Result<Vec<u8>, Failure>),
+    Streaming(Body),
+}
+
+/// The response bytes of a streamed operation: buffered until the threshold, then chunks.
+struct Out {
+    buf: Vec<u8>,
+    start: Option<oneshot::Sender<Start>>,
+    tx: Option<ChunkTx>,
+}
+
+impl Out {
+    async fn flush_if_full(&mut self) -> Result<()> {
+        if self.buf.len() < STREAM_THRESHOLD {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        if let Some(start) = self.start.take() {
+            let (tx, rx) = futures::channel::mpsc::channel(4);
+            let body = Body::from_stream(futures::stream::once(async move { Ok::<_, io::Error>(chunk) }).chain(rx));
+            start.send(Start::Streaming(body)).map_err(|_| Error::Cancelled)?;
+            self.tx = Some(tx);
+            return Ok(());
+        }
+        match self.tx.as_mut() {
+            // The client went away: stop reading rows.
+            Some(tx) => tx.send(Ok(chunk)).await.map_err(|_| Error::Cancelled),
+            None => Err(Error::Cancelled),
+        }
+    }
+
+    async fn finish(mut self, result: Result<(), Failure>) {
+        match (self.start.take(), result) {
+            (Some(start), r) => {
+                let _ = start.send(Start::Done(r.map(|_| std::mem::take(&mut self.buf))));
+            }
+            (None, Ok(())) => {
+                if let Some(tx) = self.tx.as_mut()
+                    && !self.buf.is_empty()
+                {
+                    let _ = tx.send(Ok(Bytes::from(std::mem::take(&mut self.buf)))).await;
+                }
+            }
+            (None, Err(Failure::Cat(Error::Cancelled))) => {
+                tracing::debug!("SOAP getAttributes: the client went away mid-stream");
+            }
+            (None, Err(e)) => {
+                tracing::warn!(error = ?e, "SOAP getAttributes failed mid-stream; aborting the response");
+                if let Some(tx) = self.tx.as_mut() {
+                    let _ = tx.send(Err(io::Error::other("response aborted"))).await;
+                }
+            }
+        }
+    }
+}
+
+/// Receives `getattr` rows (name, values…) and writes `<entry>` elements.
+struct EntrySink<'a> {
+    out: &'a mut Out,
+    writer: &'a mut ResponseWriter,
+    dir: String,
+    attrs: &'a [String],
+    /// A value XML cannot carry; reported as a Server fault (the query is stopped).
+    soap_error: Option<SoapError>,
+}
+
+impl RowSink for EntrySink<'_> {
+    async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
+        let mut it = row.into_iter();
+        let name = it.next().flatten().unwrap_or_default();
+        let entry = Entry {
+            name: path::join(&self.dir, &name),
+            attributes: self
+                .attrs
+                .iter()
+                .zip(it)
+                .map(|(n, value)| Attribute { name: n.clone(), attr_type: None, value })
+                .collect(),
+        };
+        if let Err(e) = self.writer.entry(&entry, &mut self.out.buf) {
+            self.soap_error = Some(e);
+            return Err(Error::Cancelled);
+        }
+        self.out.flush_if_full().await
+    }
+}
+
+async fn get_attributes(
+    cat: Cat,
+    s: Sess,
+    version: SoapVersion,
+    entry_names: Vec<String>,
+    attribute_names: Vec<String>,
+) -> Result<Output, Failure> {
+    let (start_tx, start_rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let mut s = s;
+        let mut out = Out { buf: Vec::with_capacity(8192), start: Some(start_tx), tx: None };
+        let r = stream_entries(&cat, &mut s, version, &entry_names, &attribute_names, &mut out).await;
+        out.finish(r).await;
+    });
+    match start_rx.await {
+        Ok(Start::Done(Ok(bytes))) => Ok(Output::Complete(bytes)),
+        Ok(Start::Done(Err(e))) => Err(e),
+        Ok(Start::Streaming(body)) => Ok(Output::Streaming(body)),
+        Err(_) => Err(Error::Internal("getAttributes task ended without an answer".into()).into()),
+    }
+}
+
+async fn stream_entries(
+    cat: &Cat,
+    s: &mut Sess,
+    version: SoapVersion,
+    entry_names: &[String],
+    attribute_names: &[String],
+    out: &mut Out,
+) -> Result<(), Failure> {
+    let mut writer = ResponseWriter::begin(version, Operation::GetAttributes, &mut out.buf);
+    for pattern in entry_names {
+        let abs = path::absolute(&s.cwd, pattern)?;
+        let dir = entries_dir(cat, s, &abs).await?;
+        let attrs: Vec<String> = if attribute_names.is_empty() {
+            cat.listattr(s, &dir).await?.into_iter().map(|a| a.name).collect()
+        } else {
+            attribute_names.to_vec()
+        };
+        let mut sink = EntrySink { out: &mut *out, writer: &mut writer, dir, attrs: &attrs, soap_error: None };
+        let r = cat.getattr(s, &abs, &attrs, &mut sink).await;
+        if let Some(e) = sink.soap_error.take() {
+            return Err(e.into());
+        }
+        r?;
+    }
+    writer.finish(&mut out.buf)?;
+    Ok(())
+}
+
+/// The collection whose entries `abs` designates: `abs` itself if it is a collection, else
+/// its parent (an entry name or a wildcard pattern). Errors are the ones `getattr` gives.
+async fn entries_dir(cat: &Cat, s: &mut Sess, abs: &str) -> Result<String> {
+    let Some((parent, last)) = path::split(abs) else {
+        return Ok("/".to_string());
+    };
+    if path::has_wildcard(last) {
+        return Ok(parent.to_string());
+    }
+    let rows = cat.stat(s, abs).await?;
+    let is_collection = rows.first().and_then(|r| r.get(1)).and_then(|k| k.as_deref()) == Some("collection");
+    Ok(if is_collection { abs.to_string() } else { parent.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_are_quoted() {
+        assert_eq!(quote_literal("abc"), "\"abc\"");
+        assert_eq!(quote_literal(r#"a"b\c"#), r#""a\"b\\c""#);
+        assert_eq!(quote_literal(""), "\"\"");
+    }
+
+    #[test]
+    fn page_sizes_clamp() {
+        let cfg = Config { soap_default_page_size: 100, soap_max_page_size: 1000, ..Config::default() };
+        assert_eq!(page_size(&cfg, None), 100);
+        assert_eq!(page_size(&cfg, Some(0)), 100);
+        assert_eq!(page_size(&cfg, Some(5)), 5);
+        assert_eq!(page_size(&cfg, Some(5000)), 1000);
+    }
+}
