@@ -60,7 +60,7 @@ fn usage(cmd: &str, u: &str) -> Error {
 }
 
 fn pairs(args: &[String], cmd: &str, u: &str) -> Result<Vec<(String, String)>, Error> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(usage(cmd, u));
     }
     Ok(args.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect())
@@ -133,7 +133,7 @@ impl Command {
             "selectattr" if n >= 2 => {
                 Command::Selectattr { exprs: rest[..n - 1].to_vec(), condition: rest[n - 1].clone() }
             }
-            "updateattr" | "updateattr_single" if n >= 4 && n % 2 == 0 => Command::Updateattr {
+            "updateattr" | "updateattr_single" if n >= 4 && n.is_multiple_of(2) => Command::Updateattr {
                 pattern: rest[0].clone(),
                 pairs: pairs(&rest[1..n - 1], c, "<pattern> <attr> <expr> ... <condition>")?,
                 condition: rest[n - 1].clone(),

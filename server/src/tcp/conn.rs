@@ -49,11 +49,32 @@ struct State {
     peer: SocketAddr,
 }
 
+impl State {
+    /// The session id to put in a reply's end marker. A token tells the client it may hang up
+    /// and resume later (the original client does so at once), but an open transaction or upload
+    /// lives only as long as this connection; so while one is open no token is sent and the
+    /// client keeps the connection.
+    fn token(&self) -> Option<u64> {
+        self.session_id.filter(|_| !self.session.in_transaction() && self.upload.is_none())
+    }
+}
+
 enum Outcome {
     /// Reply done by the command (normal case: `finish` follows).
     Done,
     /// No reply at all (`upload`, `put`).
     Silent,
+}
+
+/// Bounds on the input read ahead while a command runs (a CAN among it is acted on at once).
+const QUEUE_MAX_FRAMES: usize = 1024;
+const QUEUE_MAX_BYTES: usize = 4 << 20;
+
+fn frame_bytes(f: &Result<ClientFrame, ProtoError>) -> usize {
+    match f {
+        Ok(ClientFrame::Line(l)) => l.len() + 1,
+        _ => 1,
+    }
 }
 
 fn proto_fault(e: &ProtoError) -> Error {
@@ -112,10 +133,15 @@ where
     }
 
     let idle = Duration::from_secs(cfg.idle_timeout_secs);
+    // Frames that arrived while a command ran (watched for CAN), with their size.
     let mut queued: VecDeque<Result<ClientFrame, ProtoError>> = VecDeque::new();
+    let mut queued_bytes = 0usize;
     loop {
         let frame = match queued.pop_front() {
-            Some(f) => Some(f),
+            Some(f) => {
+                queued_bytes -= frame_bytes(&f);
+                Some(f)
+            }
             None => tokio::select! {
                 f = rx.recv() => f,
                 _ = tokio::time::sleep(idle) => {
@@ -130,7 +156,7 @@ where
             Some(Ok(ClientFrame::Cancel)) => continue,
             Some(Ok(ClientFrame::Invalid(fault))) => {
                 let e = Error::IllegalCommand(format!("invalid command line: {fault}"));
-                if Reply::new(&mut writer, state.escape).fail(&e, state.session_id).await.is_err() {
+                if Reply::new(&mut writer, state.escape).fail(&e, state.token()).await.is_err() {
                     break;
                 }
                 continue;
@@ -151,11 +177,20 @@ where
             loop {
                 tokio::select! {
                     r = &mut exec => break r,
-                    f = rx.recv() => match f {
+                    // Past the bounds, stop reading: TCP then pushes back on a client that
+                    // keeps sending while it does not read the reply.
+                    f = rx.recv(), if queued.len() < QUEUE_MAX_FRAMES && queued_bytes < QUEUE_MAX_BYTES => match f {
                         Some(Ok(ClientFrame::Cancel)) => { cancelled = true; break Err(Error::Cancelled) }
-                        Some(other) => queued.push_back(other),
+                        Some(other) => {
+                            queued_bytes += frame_bytes(&other);
+                            queued.push_back(other)
+                        }
                         // The client half-closed: finish this command, then stop.
-                        None => { queued.push_back(Err(ProtoError::UnexpectedEof)); break (&mut exec).await }
+                        None => {
+                            queued_bytes += 1;
+                            queued.push_back(Err(ProtoError::UnexpectedEof));
+                            break (&mut exec).await
+                        }
                     },
                 }
             }
@@ -174,14 +209,14 @@ where
             );
         }
         let sent = match result {
-            Ok(Outcome::Done) => reply.finish(state.session_id).await,
+            Ok(Outcome::Done) => reply.finish(state.token()).await,
             Ok(Outcome::Silent) => Ok(()),
             Err(e) => {
                 shared.stats.errors.fetch_add(1, Ordering::Relaxed);
                 if e.code() == 4 {
                     tracing::info!(target: "audit", user = %state.session.principal.user, %peer, command = %first_word(&line), "denied");
                 }
-                reply.fail(&e, state.session_id).await
+                reply.fail(&e, state.token()).await
             }
         };
         if sent.is_err() {
