@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::extract::State;
@@ -31,12 +30,18 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
     }
 }
 
+/// Prometheus text format: connection and session gauges, database pool, per-operation and
+/// per-stage latency histograms.
 async fn metrics(State(shared): State<Arc<Shared>>) -> String {
     let mut out = String::new();
     for (k, v) in shared.stats.snapshot(&shared) {
         out.push_str(&format!("ardacat_{k} {v}\n"));
     }
-    out.push_str(&format!("ardacat_db_pool_in_use {}\n", shared.catalogue.store().db().pool_stats().in_use));
-    let _ = shared.stats.commands.load(Ordering::Relaxed);
+    let pool = shared.catalogue.store().db().pool_stats();
+    out.push_str(&format!(
+        "ardacat_db_pool_size {}\nardacat_db_pool_idle {}\nardacat_db_pool_in_use {}\n",
+        pool.size, pool.idle, pool.in_use
+    ));
+    shared.metrics.render(&mut out);
     out
 }

@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod http;
+pub mod metrics;
 pub mod soap;
 pub mod tcp;
 
@@ -99,6 +100,7 @@ pub async fn serve(cat: Cat, config: Config, tcp: TcpListener, http: TcpListener
         sessions: tcp::session::SessionRegistry::new(Duration::from_secs(config.idle_timeout_secs)),
         stats: tcp::Stats::default(),
         login_limiter: tcp::LoginLimiter::new(config.max_failed_logins_per_minute),
+        metrics: metrics::Metrics::default(),
     });
     let http_task = tokio::spawn(http::serve(http, shared.clone(), shutdown.clone()));
     tcp::serve(tcp, shared, shutdown).await;

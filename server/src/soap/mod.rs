@@ -21,7 +21,9 @@ pub mod dispatch;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::metrics::{Frontend, Stage};
 
 use ardacat_core::{Error, ErrorKind};
 use ardacat_soap::{
@@ -232,10 +234,13 @@ async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
     // The version to answer early failures in, before the envelope has been seen.
     let hint = content_type.as_deref().and_then(SoapVersion::from_content_type).unwrap_or(SoapVersion::V11);
 
+    let started = Instant::now();
     let session = match auth::session_for(&st.shared, &st.auth, headers, peer).await {
         Ok(s) => s,
         Err(f) => return auth_failure(hint, f),
     };
+    let authed = Instant::now();
+    st.shared.metrics.stage(Frontend::Soap, Stage::Auth, authed - started);
     if let Some(ct) = content_type.as_deref()
         && SoapVersion::from_content_type(ct).is_none()
     {
@@ -263,9 +268,15 @@ async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
         Err(e) => return soap_fault(version, &e),
     };
     drop(bytes);
+    let parsed_at = Instant::now();
+    st.shared.metrics.stage(Frontend::Soap, Stage::Parse, parsed_at - authed);
     let op = parsed.request.operation();
     tracing::debug!(user = %session.principal.user, %op, "SOAP request");
-    match dispatch::dispatch(st.shared.catalogue.clone(), &st.shared.config, session, version, parsed.request).await {
+    let result =
+        dispatch::dispatch(st.shared.catalogue.clone(), &st.shared.config, session, version, parsed.request).await;
+    st.shared.metrics.stage(Frontend::Soap, Stage::Execute, parsed_at.elapsed());
+    st.shared.metrics.request(Frontend::Soap, op.name(), started.elapsed(), result.is_ok());
+    match result {
         Ok(Output::Complete(out)) => xml_response(version, 200, out),
         Ok(Output::Streaming(body)) => xml_response(version, 200, body),
         Err(Failure::Cat(e)) => catalogue_fault(version, &e),

@@ -6,7 +6,9 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::metrics::{Frontend, Stage};
 
 use ardacat_core::path;
 use ardacat_core::{Error, Session};
@@ -169,6 +171,8 @@ where
             Some(Ok(ClientFrame::Line(line))) => line,
         };
         shared.stats.commands.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let op = command_name(&line);
         let mut reply = Reply::new(&mut writer, state.escape);
         let mut cancelled = false;
         let result = {
@@ -195,6 +199,8 @@ where
                 }
             }
         };
+        let executed = Instant::now();
+        shared.metrics.stage(Frontend::Tcp, Stage::Execute, executed - started);
         if cancelled {
             tracing::debug!(%peer, "command cancelled by client");
         }
@@ -208,6 +214,7 @@ where
                 },
             );
         }
+        let ok = result.is_ok();
         let sent = match result {
             Ok(Outcome::Done) => reply.finish(state.token()).await,
             Ok(Outcome::Silent) => Ok(()),
@@ -219,6 +226,8 @@ where
                 reply.fail(&e, state.token()).await
             }
         };
+        shared.metrics.stage(Frontend::Tcp, Stage::Write, executed.elapsed());
+        shared.metrics.request(Frontend::Tcp, op, started.elapsed(), ok);
         if sent.is_err() {
             break;
         }
@@ -228,6 +237,12 @@ where
     }
     read_task.abort();
     // Dropping the session's pinned connection rolls back an open transaction.
+}
+
+/// The static name of a command line's command, for metrics ("other" when unknown).
+fn command_name(line: &str) -> &'static str {
+    let word = first_word(line);
+    HELP.iter().find(|(k, _)| k.eq_ignore_ascii_case(word)).map(|(k, _)| *k).unwrap_or("other")
 }
 
 fn first_word(line: &str) -> &str {
@@ -329,6 +344,7 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     line: &str,
     reply: &mut Reply<'_, W>,
 ) -> Result<Outcome, Error> {
+    let parse_started = Instant::now();
     let args: Vec<String> = if st.escape {
         tokenize_escaped(line)
             .map_err(|e| Error::IllegalCommand(e.to_string()))?
@@ -342,6 +358,7 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
         return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));
     }
     let cmd = Command::parse(&args)?;
+    shared.metrics.stage(Frontend::Tcp, Stage::Parse, parse_started.elapsed());
     if cmd.is_write() {
         tracing::info!(target: "audit", user = %st.session.principal.user, peer = %st.peer, command = %first_word(line), "write");
     }
@@ -490,6 +507,9 @@ async fn execute<W: AsyncWrite + Unpin + Send>(
         }
         Command::Stats => {
             for (k, v) in shared.stats.snapshot(shared) {
+                reply.value(Some(&format!("{k} {v}"))).await?;
+            }
+            for (k, v) in shared.metrics.summary() {
                 reply.value(Some(&format!("{k} {v}"))).await?;
             }
         }

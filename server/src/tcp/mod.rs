@@ -85,6 +85,7 @@ pub struct Shared {
     pub sessions: SessionRegistry,
     pub stats: Stats,
     pub login_limiter: LoginLimiter,
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Accept connections until `shutdown`; then wait (bounded) for open connections to finish

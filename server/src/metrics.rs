@@ -1,0 +1,213 @@
+//! Request metrics for both frontends: counts and latency histograms per operation, and
+//! per-stage timings (read/parse, auth, execute incl. SQL, serialize/write), rendered in the
+//! Prometheus text format on `/metrics` and as lines by the TCP `stats` command. Recording is a
+//! few atomic adds; it must not allocate or lock exclusively on the hot path.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in microseconds.
+const BUCKETS_US: [u64; 17] = [
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000,
+    5_000_000, 10_000_000,
+];
+
+#[derive(Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; BUCKETS_US.len()],
+    count: AtomicU64,
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: Duration) {
+        let us = d.as_micros().min(u64::MAX as u128) as u64;
+        if let Some(i) = BUCKETS_US.iter().position(|b| us <= *b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut cumulative = 0;
+        for (i, b) in BUCKETS_US.iter().enumerate() {
+            cumulative += self.buckets[i].load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{}\"}} {cumulative}", *b as f64 / 1e6);
+        }
+        let count = self.count();
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {count}");
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum_us.load(Ordering::Relaxed) as f64 / 1e6);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
+    }
+}
+
+#[derive(Default)]
+struct OpStats {
+    latency: Histogram,
+    errors: AtomicU64,
+}
+
+/// The stages a request passes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Reading and parsing the request (line tokenizing / XML deserialization).
+    Parse,
+    /// Checking credentials.
+    Auth,
+    /// Running the catalogue operation, SQL included (for streams: until the last row is queued).
+    Execute,
+    /// Serializing and writing the reply (for streams: the final flush).
+    Write,
+}
+
+impl Stage {
+    const ALL: [Stage; 4] = [Stage::Parse, Stage::Auth, Stage::Execute, Stage::Write];
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Parse => "parse",
+            Stage::Auth => "auth",
+            Stage::Execute => "execute",
+            Stage::Write => "write",
+        }
+    }
+}
+
+#[derive(Default)]
+struct FrontendStats {
+    ops: RwLock<HashMap<&'static str, OpStats>>,
+    stages: [Histogram; 4],
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    tcp: FrontendStats,
+    soap: FrontendStats,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frontend {
+    Tcp,
+    Soap,
+}
+
+impl Metrics {
+    fn frontend(&self, f: Frontend) -> &FrontendStats {
+        match f {
+            Frontend::Tcp => &self.tcp,
+            Frontend::Soap => &self.soap,
+        }
+    }
+
+    /// Record one finished request. `op` is a static operation name (command or SOAP operation).
+    pub fn request(&self, f: Frontend, op: &'static str, latency: Duration, ok: bool) {
+        let fs = self.frontend(f);
+        {
+            let map = fs.ops.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = map.get(op) {
+                s.latency.observe(latency);
+                if !ok {
+                    s.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                return;
+            }
+        }
+        let mut map = fs.ops.write().unwrap_or_else(|p| p.into_inner());
+        let s = map.entry(op).or_default();
+        s.latency.observe(latency);
+        if !ok {
+            s.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn stage(&self, f: Frontend, stage: Stage, d: Duration) {
+        let i = Stage::ALL.iter().position(|s| *s == stage).unwrap_or(0);
+        self.frontend(f).stages[i].observe(d);
+    }
+
+    /// Prometheus text exposition of everything recorded.
+    pub fn render(&self, out: &mut String) {
+        out.push_str("# TYPE ardacat_requests_total counter\n# TYPE ardacat_request_errors_total counter\n");
+        out.push_str("# TYPE ardacat_request_duration_seconds histogram\n");
+        out.push_str("# TYPE ardacat_stage_duration_seconds histogram\n");
+        for (fname, f) in [("tcp", Frontend::Tcp), ("soap", Frontend::Soap)] {
+            let fs = self.frontend(f);
+            let map = fs.ops.read().unwrap_or_else(|p| p.into_inner());
+            let mut ops: Vec<_> = map.iter().collect();
+            ops.sort_by_key(|(k, _)| **k);
+            for (op, s) in ops {
+                let labels = format!("frontend=\"{fname}\",operation=\"{op}\"");
+                let _ = writeln!(out, "ardacat_requests_total{{{labels}}} {}", s.latency.count());
+                let _ = writeln!(out, "ardacat_request_errors_total{{{labels}}} {}", s.errors.load(Ordering::Relaxed));
+                s.latency.render(out, "ardacat_request_duration_seconds", &labels);
+            }
+            for (i, st) in Stage::ALL.iter().enumerate() {
+                if fs.stages[i].count() > 0 {
+                    let labels = format!("frontend=\"{fname}\",stage=\"{}\"", st.name());
+                    fs.stages[i].render(out, "ardacat_stage_duration_seconds", &labels);
+                }
+            }
+        }
+    }
+
+    /// Short summary lines for the `stats` command: per operation `count errors mean_us`.
+    pub fn summary(&self) -> Vec<(String, String)> {
+        let mut lines = Vec::new();
+        for (fname, f) in [("tcp", Frontend::Tcp), ("soap", Frontend::Soap)] {
+            let fs = self.frontend(f);
+            let map = fs.ops.read().unwrap_or_else(|p| p.into_inner());
+            let mut ops: Vec<_> = map.iter().collect();
+            ops.sort_by_key(|(k, _)| **k);
+            for (op, s) in ops {
+                let n = s.latency.count();
+                let mean = if n > 0 { s.latency.sum_us.load(Ordering::Relaxed) / n } else { 0 };
+                lines.push((
+                    format!("{fname}_{op}"),
+                    format!("count={n} errors={} mean_us={mean}", s.errors.load(Ordering::Relaxed)),
+                ));
+            }
+            for (i, st) in Stage::ALL.iter().enumerate() {
+                let h = &fs.stages[i];
+                let n = h.count();
+                if n > 0 {
+                    let mean = h.sum_us.load(Ordering::Relaxed) / n;
+                    lines.push((format!("{fname}_stage_{}", st.name()), format!("count={n} mean_us={mean}")));
+                }
+            }
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_and_rendering() {
+        let m = Metrics::default();
+        m.request(Frontend::Tcp, "getattr", Duration::from_micros(80), true);
+        m.request(Frontend::Tcp, "getattr", Duration::from_millis(3), false);
+        m.stage(Frontend::Tcp, Stage::Parse, Duration::from_micros(5));
+        let mut out = String::new();
+        m.render(&mut out);
+        assert!(out.contains("ardacat_requests_total{frontend=\"tcp\",operation=\"getattr\"} 2"), "{out}");
+        assert!(out.contains("ardacat_request_errors_total{frontend=\"tcp\",operation=\"getattr\"} 1"));
+        assert!(out.contains(
+            "ardacat_request_duration_seconds_bucket{frontend=\"tcp\",operation=\"getattr\",le=\"0.0001\"} 1"
+        ));
+        assert!(out.contains(
+            "ardacat_request_duration_seconds_bucket{frontend=\"tcp\",operation=\"getattr\",le=\"0.005\"} 2"
+        ));
+        assert!(out.contains("ardacat_stage_duration_seconds_count{frontend=\"tcp\",stage=\"parse\"} 1"));
+        assert!(!out.contains("soap\",operation"));
+        assert_eq!(m.summary()[0].0, "tcp_getattr");
+    }
+}
