@@ -25,6 +25,7 @@ pub fn map_err(e: StoreError) -> Error {
         StoreError::UniqueViolation(m) => Error::Exists(m),
         StoreError::PoolTimeout => Error::LimitExceeded("no database connection free in time".into()),
         StoreError::Busy => Error::Transaction("the database is busy; try again".into()),
+        StoreError::Timeout => Error::LimitExceeded("query time limit exceeded; the statement was cancelled".into()),
         StoreError::Database(m) if m.contains("CHECK constraint") || m.contains("value too long") => {
             Error::InvalidValue("value does not fit its attribute type".into())
         }
@@ -38,6 +39,8 @@ pub fn map_err(e: StoreError) -> Error {
 /// How long a cached schema fact may be served without re-reading it. Changes made through this
 /// process invalidate at once; the bound is for other processes sharing the database.
 const SCHEMA_CACHE_TTL: Duration = Duration::from_secs(1);
+/// Most paths remembered before the path map starts over.
+const SCHEMA_CACHE_PATHS: usize = 50_000;
 
 /// Read-mostly schema facts (collections, attributes, ACLs) that every operation looks up. Reads
 /// outside a transaction use it; any change through this process clears it; a transaction that
@@ -309,7 +312,12 @@ impl StoreConn for SqlConn {
         let rows = self.rows(&sql, &[Value::Text(path.into())], &COLLECTION_TYPES).await?;
         let found = rows.into_iter().next().map(collection_from).transpose()?;
         if cacheable {
-            self.cache().by_path.insert(path.to_string(), (found.clone(), Instant::now()));
+            let mut cache = self.cache();
+            // Lookups of entry paths (which are not collections) would grow the map without bound.
+            if cache.by_path.len() >= SCHEMA_CACHE_PATHS {
+                cache.by_path.clear();
+            }
+            cache.by_path.insert(path.to_string(), (found.clone(), Instant::now()));
         }
         Ok(found)
     }

@@ -28,6 +28,10 @@ pub enum StoreError {
     /// Any other database error (syntax error, check constraint, I/O, aborted transaction …).
     #[error("database error: {0}")]
     Database(String),
+    /// The statement ran longer than `DbOptions::statement_timeout` and was cancelled
+    /// (PostgreSQL 57014, SQLite interrupted by the deadline in its progress handler).
+    #[error("statement cancelled: time limit exceeded")]
+    Timeout,
     /// No pooled connection became free within `DbOptions::acquire_timeout`.
     #[error("timed out waiting for a database connection")]
     PoolTimeout,
@@ -69,6 +73,7 @@ impl StoreError {
                 | StoreError::ForeignKeyViolation(_)
                 | StoreError::UndefinedObject(_)
                 | StoreError::Busy
+                | StoreError::Timeout
                 | StoreError::Database(_)
         )
     }
@@ -102,6 +107,9 @@ fn classify_sqlite(err: &rusqlite::ffi::Error, text: String) -> StoreError {
     }
     match err.code {
         ffi::ErrorCode::DatabaseBusy | ffi::ErrorCode::DatabaseLocked => StoreError::Busy,
+        // Only the statement deadline interrupts a statement whose result is still wanted (an
+        // abandoned stream's interrupt is recognised before it gets here).
+        ffi::ErrorCode::OperationInterrupted => StoreError::Timeout,
         _ if text.starts_with("no such table") || text.starts_with("no such column") => {
             StoreError::UndefinedObject(text)
         }
@@ -122,6 +130,7 @@ impl From<sqlx::Error> for StoreError {
                     Some("23503") => StoreError::ForeignKeyViolation(text),
                     Some("42P01" | "42703") => StoreError::UndefinedObject(text),
                     Some("55P03" | "40P01" | "40001") => StoreError::Busy,
+                    Some("57014") => StoreError::Timeout,
                     Some(code) => StoreError::Database(format!("{text} [{code}]")),
                     None => StoreError::Database(text),
                 }

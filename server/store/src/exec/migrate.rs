@@ -89,18 +89,26 @@ const POSTGRES_SQL: Dialect = Dialect {
 pub async fn run(db: &Db) -> Result<(), StoreError> {
     let mut conn = db.acquire().await?;
     match db.backend() {
-        Backend::Sqlite => apply_all(&mut conn, SQLITE, &SQLITE_SQL).await,
+        Backend::Sqlite => {
+            // A migration may rewrite a large table: no statement time limit.
+            conn.set_unlimited(true);
+            let r = apply_all(&mut conn, SQLITE, &SQLITE_SQL).await;
+            conn.set_unlimited(false);
+            r
+        }
         Backend::Postgres => {
             // Session state from here on: never return this connection to the pool half-way.
             conn.set_discard_on_drop(true);
             // No lock_timeout while waiting for another process's migration run.
             conn.execute_batch("SET lock_timeout = 0").await?;
+            // A migration may rewrite a large table: no statement time limit either.
+            conn.execute_batch("SET statement_timeout = 0").await?;
             conn.execute("SELECT pg_advisory_lock($1)", &[Value::Int(ADVISORY_LOCK_KEY)]).await?;
             let result = apply_all(&mut conn, POSTGRES, &POSTGRES_SQL).await;
             let _ = conn.rollback().await;
             let unlocked =
                 conn.query("SELECT pg_advisory_unlock($1)", &[Value::Int(ADVISORY_LOCK_KEY)], &[ValueType::Bool]).await;
-            let reset = conn.execute_batch("RESET lock_timeout").await;
+            let reset = conn.execute_batch("RESET lock_timeout; RESET statement_timeout").await;
             if matches!(unlocked.as_deref(), Ok([row]) if row == &[Value::Bool(true)]) && reset.is_ok() {
                 conn.set_discard_on_drop(false);
             }

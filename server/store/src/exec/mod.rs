@@ -71,6 +71,12 @@ pub struct DbOptions {
     /// Prepared statements cached per connection (rusqlite `prepare_cached` capacity, sqlx
     /// `statement_cache_capacity`).
     pub statement_cache: usize,
+    /// Longest time one statement may run before it is cancelled with [`StoreError::Timeout`]
+    /// (zero: no limit). PostgreSQL: the session's `statement_timeout`; SQLite: a deadline that
+    /// the connection's progress handler checks every few thousand VM steps. The time counts
+    /// from the start of the statement to its end, so a streamed result that its consumer reads
+    /// slowly counts too. Migrations run without it.
+    pub statement_timeout: Duration,
 }
 
 impl Default for DbOptions {
@@ -80,6 +86,7 @@ impl Default for DbOptions {
             acquire_timeout: Duration::from_secs(10),
             busy_timeout: Duration::from_secs(5),
             statement_cache: 256,
+            statement_timeout: Duration::ZERO,
         }
     }
 }
@@ -429,6 +436,14 @@ impl Conn {
     pub(crate) fn set_discard_on_drop(&mut self, discard: bool) {
         if let ConnInner::Postgres(c) = &mut self.inner {
             c.set_discard_on_drop(discard);
+        }
+    }
+
+    /// SQLite: run this connection's statements without `DbOptions::statement_timeout`
+    /// (migrations). PostgreSQL callers set the session's `statement_timeout` themselves.
+    pub(crate) fn set_unlimited(&mut self, unlimited: bool) {
+        if let ConnInner::Sqlite(c) = &mut self.inner {
+            c.set_unlimited(unlimited);
         }
     }
 }

@@ -4,7 +4,8 @@
 //! cached (`statement_cache_capacity`). Parameter types come from the SQL text alone (the
 //! server infers them) and values are encoded as those types (see [`bound`]); a NULL is bound
 //! untyped, like a NULL literal. `DbOptions::busy_timeout` becomes the session's
-//! `lock_timeout`, so a lock wait ends in [`StoreError::Busy`] as on SQLite.
+//! `lock_timeout`, so a lock wait ends in [`StoreError::Busy`] as on SQLite, and
+//! `DbOptions::statement_timeout` the session's `statement_timeout` ([`StoreError::Timeout`]).
 //!
 //! # Streams and abandoned streams
 //! `stream` pulls rows from sqlx's row stream and `send`s each into the bounded channel; when
@@ -69,6 +70,11 @@ impl Pool {
         connect = connect.statement_cache_capacity(opts.statement_cache.max(1));
         if !opts.busy_timeout.is_zero() {
             connect = connect.options([("lock_timeout", format!("{}ms", opts.busy_timeout.as_millis()))]);
+        }
+        if !opts.statement_timeout.is_zero() {
+            // The server cancels a longer statement itself (SQLSTATE 57014 → StoreError::Timeout).
+            connect =
+                connect.options([("statement_timeout", format!("{}ms", opts.statement_timeout.as_millis().max(1)))]);
         }
         let pool = PgPoolOptions::new()
             .max_connections(u32::try_from(size).unwrap_or(u32::MAX))

@@ -42,6 +42,15 @@
 //! between rows (a sort, a long scan), so a dropped receiver stops even a query that has not
 //! produced its first row. The connection is clean afterwards (the statement is reset) and stays
 //! usable.
+//!
+//! # Statement time limit
+//! Every connection keeps a progress handler that checks a per-connection deadline every
+//! [`PROGRESS_OPS`] VM steps. A job submitted through [`Conn`] arms the deadline with
+//! `DbOptions::statement_timeout` when it starts and the worker disarms it when the job ends;
+//! past it, SQLite interrupts the statement (`SQLITE_INTERRUPT` → [`StoreError::Timeout`]). A
+//! stream's handler checks the same deadline besides its receiver. Interrupting a write inside
+//! an explicit transaction rolls the transaction back (SQLite's rule), which the executor
+//! reports as an aborted transaction, as on PostgreSQL.
 
 use super::{Backend, DbOptions, PoolStats, check_types, type_name};
 use crate::error::StoreError;
@@ -52,7 +61,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc as std_mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 /// Where the database lives.
@@ -66,9 +75,49 @@ const PROGRESS_OPS: i32 = 1000;
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
+/// When the statement now running on one connection must stop (see the module docs).
+struct Deadline {
+    epoch: Instant,
+    /// Milliseconds after `epoch`; `u64::MAX`: no limit.
+    at_ms: AtomicU64,
+}
+
+impl Deadline {
+    fn new() -> Deadline {
+        Deadline { epoch: Instant::now(), at_ms: AtomicU64::new(u64::MAX) }
+    }
+
+    fn arm(&self, limit: Duration) {
+        let at = if limit.is_zero() {
+            u64::MAX
+        } else {
+            u64::try_from((self.epoch.elapsed() + limit).as_millis()).unwrap_or(u64::MAX)
+        };
+        self.at_ms.store(at, Ordering::Relaxed);
+    }
+
+    fn disarm(&self) {
+        self.at_ms.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    fn expired(&self) -> bool {
+        let at = self.at_ms.load(Ordering::Relaxed);
+        at != u64::MAX && self.epoch.elapsed().as_millis() >= u128::from(at)
+    }
+}
+
+/// The connection's standing progress handler: interrupt once the deadline has passed.
+fn watch_deadline(conn: &Connection, deadline: &Arc<Deadline>) {
+    let d = deadline.clone();
+    if let Err(e) = conn.progress_handler(PROGRESS_OPS, Some(move || d.expired())) {
+        tracing::warn!("cannot install the SQLite progress handler: {e}");
+    }
+}
+
 /// The sending end of one connection thread's job queue.
 struct Worker {
     jobs: std_mpsc::Sender<Job>,
+    deadline: Arc<Deadline>,
 }
 
 pub(crate) struct Pool {
@@ -79,6 +128,7 @@ pub(crate) struct Pool {
     write_gate: Arc<tokio::sync::Mutex<()>>,
     acquire_timeout: Duration,
     busy_timeout: Duration,
+    statement_timeout: Duration,
     closed: AtomicBool,
 }
 
@@ -117,6 +167,7 @@ impl Pool {
             write_gate: Arc::new(tokio::sync::Mutex::new(())),
             acquire_timeout: opts.acquire_timeout,
             busy_timeout: opts.busy_timeout,
+            statement_timeout: opts.statement_timeout,
             closed: AtomicBool::new(false),
         })
     }
@@ -132,7 +183,14 @@ impl Pool {
             Ok(Ok(p)) => p,
         };
         let worker = pool.idle().pop().ok_or(StoreError::Closed)?;
-        Ok(Conn { worker: Some(worker), permit: Some(permit), pool: pool.clone(), gate: None, in_tx: false })
+        Ok(Conn {
+            worker: Some(worker),
+            permit: Some(permit),
+            pool: pool.clone(),
+            gate: None,
+            in_tx: false,
+            unlimited: false,
+        })
     }
 
     pub(crate) fn stats(&self) -> PoolStats {
@@ -160,6 +218,8 @@ async fn spawn_worker(
     let (jobs, queue) = std_mpsc::channel::<Job>();
     let (ready_tx, ready_rx) = oneshot::channel();
     let (busy, cache) = (opts.busy_timeout, opts.statement_cache);
+    let deadline = Arc::new(Deadline::new());
+    let watch = deadline.clone();
     std::thread::Builder::new()
         .name(format!("ardacat-sqlite-{index}"))
         .spawn(move || {
@@ -170,11 +230,14 @@ async fn spawn_worker(
                     return;
                 }
             };
+            watch_deadline(&conn, &watch);
             let _ = ready_tx.send(Ok(()));
             while let Ok(job) = queue.recv() {
-                if std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut conn))).is_err() {
+                let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut conn)));
+                watch.disarm();
+                if outcome.is_err() {
                     tracing::error!("a SQLite job panicked; rolling back its connection");
-                    let _ = conn.progress_handler(0, None::<fn() -> bool>);
+                    watch_deadline(&conn, &watch);
                     if !conn.is_autocommit() {
                         let _ = conn.execute_batch("ROLLBACK");
                     }
@@ -183,7 +246,7 @@ async fn spawn_worker(
         })
         .map_err(|e| StoreError::Database(format!("cannot start a SQLite thread: {e}")))?;
     ready_rx.await.map_err(|_| StoreError::Closed)??;
-    Ok(Worker { jobs })
+    Ok(Worker { jobs, deadline })
 }
 
 fn open_connection(
@@ -218,6 +281,8 @@ pub(crate) struct Conn {
     /// The write gate, held from `begin` to `commit`/`rollback`.
     gate: Option<OwnedMutexGuard<()>>,
     in_tx: bool,
+    /// Jobs run without the statement deadline (migrations).
+    unlimited: bool,
 }
 
 impl Drop for Conn {
@@ -248,7 +313,12 @@ impl Conn {
         self.in_tx
     }
 
-    /// Run `f` on the connection's thread and wait for its answer.
+    pub(crate) fn set_unlimited(&mut self, unlimited: bool) {
+        self.unlimited = unlimited;
+    }
+
+    /// Run `f` on the connection's thread and wait for its answer. The statement deadline is
+    /// armed when the job starts (not when it is queued); the worker disarms it afterwards.
     async fn run<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
@@ -256,7 +326,10 @@ impl Conn {
     {
         let worker = self.worker.as_ref().ok_or(StoreError::Closed)?;
         let (tx, rx) = oneshot::channel();
+        let limit = if self.unlimited { Duration::ZERO } else { self.pool.statement_timeout };
+        let deadline = worker.deadline.clone();
         let job: Job = Box::new(move |conn| {
+            deadline.arm(limit);
             let _ = tx.send(f(conn));
         });
         worker.jobs.send(job).map_err(|_| StoreError::Closed)?;
@@ -320,7 +393,8 @@ impl Conn {
     ) -> Result<u64, StoreError> {
         let (sql, params, types) = (sql.to_owned(), params.to_vec(), types.to_vec());
         let err_tx = tx.clone();
-        let r = self.run(move |conn| stream_rows(conn, &sql, &params, &types, tx)).await;
+        let deadline = self.worker.as_ref().map(|w| w.deadline.clone()).ok_or(StoreError::Closed)?;
+        let r = self.run(move |conn| stream_rows(conn, &sql, &params, &types, tx, &deadline)).await;
         if let Err(e) = &r {
             // Errors raised on the thread were sent there already; this covers `Closed`.
             if matches!(e, StoreError::Closed) {
@@ -452,12 +526,13 @@ fn run_bound(conn: &Connection, st: &mut Statement<'_>) -> Result<u64, StoreErro
     Ok(if readonly { n } else { conn.changes() })
 }
 
-/// Removes the progress handler (and the `Sender` clone it holds) however the row loop ends.
-struct ProgressGuard<'c>(&'c Connection);
+/// Puts back the standing deadline handler (dropping the stream's, and the `Sender` clone it
+/// holds) however the row loop ends.
+struct ProgressGuard<'c>(&'c Connection, &'c Arc<Deadline>);
 
 impl Drop for ProgressGuard<'_> {
     fn drop(&mut self) {
-        let _ = self.0.progress_handler(0, None::<fn() -> bool>);
+        watch_deadline(self.0, self.1);
     }
 }
 
@@ -467,8 +542,9 @@ fn stream_rows(
     params: &[Value],
     types: &[ValueType],
     tx: mpsc::Sender<Result<Vec<Value>, StoreError>>,
+    deadline: &Arc<Deadline>,
 ) -> Result<u64, StoreError> {
-    let r = stream_inner(conn, sql, params, types, &tx);
+    let r = stream_inner(conn, sql, params, types, &tx, deadline);
     if let Err(e) = &r {
         let _ = tx.blocking_send(Err(e.clone()));
     }
@@ -481,6 +557,7 @@ fn stream_inner(
     params: &[Value],
     types: &[ValueType],
     tx: &mpsc::Sender<Result<Vec<Value>, StoreError>>,
+    deadline: &Arc<Deadline>,
 ) -> Result<u64, StoreError> {
     if tx.is_closed() {
         return Ok(0);
@@ -489,8 +566,9 @@ fn stream_inner(
     check_types(st.column_count(), types)?;
     bind(&mut st, params)?;
     let watch = tx.clone();
-    conn.progress_handler(PROGRESS_OPS, Some(move || watch.is_closed()))?;
-    let _guard = ProgressGuard(conn);
+    let d = deadline.clone();
+    conn.progress_handler(PROGRESS_OPS, Some(move || watch.is_closed() || d.expired()))?;
+    let _guard = ProgressGuard(conn, deadline);
     let mut rows = st.raw_query();
     let mut sent = 0u64;
     loop {

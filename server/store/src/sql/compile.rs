@@ -183,14 +183,37 @@ impl Builder {
         let mut out = Vec::new();
         for (table, pattern) in name_patterns {
             let a = self.alias(*table);
-            let p = self.sub(&Expr::Ref(Term::Const(Value::Text(pattern.clone()), ValueType::Text)));
-            out.push(format!("{a}.file LIKE {p} ESCAPE '\\'"));
+            // An exact name is an equality, so both databases use the unique index on `file`.
+            match literal_of_like(pattern) {
+                Some(name) => {
+                    let p = self.sub(&Expr::Ref(Term::Const(Value::Text(name), ValueType::Text)));
+                    out.push(format!("{a}.file = {p}"));
+                }
+                None => {
+                    let p = self.sub(&Expr::Ref(Term::Const(Value::Text(pattern.clone()), ValueType::Text)));
+                    out.push(format!("{a}.file LIKE {p} ESCAPE '\\'"));
+                }
+            }
         }
         if let Some(f) = filter {
             out.push(self.sub(f));
         }
         out
     }
+}
+
+/// The plain string a LIKE pattern (with `\` escapes) matches, if it has no wildcard.
+fn literal_of_like(pattern: &str) -> Option<String> {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push(chars.next()?),
+            '%' | '_' => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 /// The strict "comes after" predicate over a list of sort keys: NULL sorts first ascending and
@@ -377,7 +400,7 @@ mod tests {
                 Box::new(col(1, Column::Attr(3), ValueType::Int)),
                 Box::new(Expr::Ref(Term::Const(Value::Int(10), ValueType::Int))),
             )),
-            name_patterns: vec![(0, "t%".into())],
+            name_patterns: vec![(0, "t%".into()), (1, "a\\_b".into())],
             order_by: vec![OrderItem { expr: col(1, Column::Attr(3), ValueType::Int), descending: true }],
             distinct: false,
             limit: Some(5),
@@ -391,10 +414,10 @@ mod tests {
         assert_eq!(
             c.sql,
             "SELECT t0.file, t1.a3, t1.a3, t0.id, t1.id FROM e5 AS t0, e7 AS t1 \
-             WHERE t0.file LIKE ?1 ESCAPE '\\' AND (t1.a3 > ?2) \
+             WHERE t0.file LIKE ?1 ESCAPE '\\' AND t1.file = ?2 AND (t1.a3 > ?3) \
              ORDER BY 3 DESC NULLS LAST, 4 ASC NULLS FIRST, 5 ASC NULLS FIRST LIMIT 5"
         );
-        assert_eq!(c.params, vec![Value::Text("t%".into()), Value::Int(10)]);
+        assert_eq!(c.params, vec![Value::Text("t%".into()), Value::Text("a_b".into()), Value::Int(10)]);
         assert_eq!(c.types.len(), 5);
     }
 
@@ -402,7 +425,7 @@ mod tests {
     fn select_postgres_casts_params() {
         let c = compile_select(Dialect::Postgres, &plan());
         assert!(c.sql.contains("t0.file LIKE $1::text ESCAPE '\\'"), "{}", c.sql);
-        assert!(c.sql.contains("(t1.a3 > $2::int8)"));
+        assert!(c.sql.contains("(t1.a3 > $3::int8)"));
     }
 
     #[test]
@@ -411,13 +434,13 @@ mod tests {
         p.after = Some(vec![Value::Int(7), Value::Int(1), Value::Int(2)]);
         let c = compile_select(Dialect::Sqlite, &p);
         assert!(
-            c.sql.contains("(((t1.a3 < ?3 OR t1.a3 IS NULL)) OR (t1.a3 = ?4 AND t0.id > ?5) OR (t1.a3 = ?6 AND t0.id = ?7 AND t1.id > ?8))"),
+            c.sql.contains("(((t1.a3 < ?4 OR t1.a3 IS NULL)) OR (t1.a3 = ?5 AND t0.id > ?6) OR (t1.a3 = ?7 AND t0.id = ?8 AND t1.id > ?9))"),
             "{}",
             c.sql
         );
         p.after = Some(vec![Value::Null, Value::Int(1), Value::Int(2)]);
         let c = compile_select(Dialect::Sqlite, &p);
-        assert!(c.sql.contains("((1 = 0) OR (t1.a3 IS NULL AND t0.id > ?3)"), "{}", c.sql);
+        assert!(c.sql.contains("((1 = 0) OR (t1.a3 IS NULL AND t0.id > ?4)"), "{}", c.sql);
     }
 
     #[test]
