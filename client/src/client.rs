@@ -2,10 +2,16 @@
 //! a time with its reply read lazily as a [`RowStream`], cancel, upload and typed helpers for the
 //! core commands. Framing and quoting come from `ardacat-proto`; this module must not re-implement
 //! them, and it knows nothing about output formats or the command-line interface.
+//!
+//! With [`ClientConfig::tls`] the client sends the `ssl` option, reads `OK`, runs the TLS
+//! handshake (rustls, ring provider) on the same socket and logs in inside TLS; with a client
+//! certificate and an empty login it logs in by certificate.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -14,9 +20,11 @@ use ardacat_proto::{
     join_args, join_escaped_args, needs_escape, parse_status, unescape_value,
 };
 use futures::{SinkExt, Stream, StreamExt};
-use tokio::io::AsyncWriteExt;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
-use tokio_util::codec::Framed;
+use tokio_util::codec::{Framed, FramedParts};
 
 use crate::error::{ClientError, Result};
 use crate::shape::group_rows;
@@ -41,6 +49,46 @@ pub struct ClientConfig {
     pub max_line: usize,
     /// Bound on TCP connect plus handshake; `None` waits forever.
     pub connect_timeout: Option<Duration>,
+    /// Connect with TLS (`ssl`, or `resumeSSL<id>` when resuming). `None`: plain TCP.
+    pub tls: Option<TlsClientConfig>,
+}
+
+/// TLS settings: the CA certificates the server's certificate must chain to, and optionally a
+/// client certificate and key (PEM files). With a certificate, an empty `login` logs in as the
+/// user the certificate's subject maps to on the server.
+#[derive(Debug, Clone, Default)]
+pub struct TlsClientConfig {
+    pub ca: PathBuf,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl TlsClientConfig {
+    fn connector(&self) -> Result<tokio_rustls::TlsConnector> {
+        let bad = |what: &str, e: &dyn fmt::Display| ClientError::InvalidArgument(format!("TLS {what}: {e}"));
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_file_iter(&self.ca).map_err(|e| bad("CA file", &e))? {
+            roots.add(cert.map_err(|e| bad("CA file", &e))?).map_err(|e| bad("CA certificate", &e))?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|e| bad("versions", &e))?
+            .with_root_certificates(roots);
+        let config = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                let chain = CertificateDer::pem_file_iter(cert)
+                    .map_err(|e| bad("certificate file", &e))?
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| bad("certificate file", &e))?;
+                let key = PrivateKeyDer::from_pem_file(key).map_err(|e| bad("key file", &e))?;
+                builder.with_client_auth_cert(chain, key).map_err(|e| bad("client certificate", &e))?
+            }
+            (None, None) => builder.with_no_client_auth(),
+            _ => return Err(ClientError::InvalidArgument("TLS: give both a certificate and its key".into())),
+        };
+        Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+    }
 }
 
 impl Default for ClientConfig {
@@ -52,6 +100,7 @@ impl Default for ClientConfig {
             password: None,
             escape: false,
             session: false,
+            tls: None,
             max_line: DEFAULT_MAX_LINE,
             connect_timeout: Some(Duration::from_secs(15)),
         }
@@ -69,17 +118,66 @@ impl fmt::Debug for ClientConfig {
             .field("session", &self.session)
             .field("max_line", &self.max_line)
             .field("connect_timeout", &self.connect_timeout)
+            .field("tls", &self.tls)
             .finish()
     }
 }
 
-type Conn = Framed<TcpStream, ClientCodec>;
+type Conn = Framed<Io, ClientCodec>;
+
+/// The connection's byte stream: plain TCP or TLS over it.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Io {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Moves a framed connection onto another stream, keeping the codec and anything buffered.
+fn rewrap<T, U>(framed: Framed<T, ClientCodec>, io: impl FnOnce(T) -> U) -> Framed<U, ClientCodec> {
+    let parts = framed.into_parts();
+    let mut next = FramedParts::new::<ClientPiece<'_>>(io(parts.io), parts.codec);
+    next.read_buf = parts.read_buf;
+    next.write_buf = parts.write_buf;
+    Framed::from_parts(next)
+}
 
 /// One connection to the catalogue. Commands run one at a time; a reply must be read (or its
 /// stream dropped, which cancels and drains it before the next command) before the next command.
 pub struct Client {
     framed: Conn,
-    config: ClientConfig,
+    // Boxed: the settings are read rarely, and a `Client` stays small enough to move around cheaply.
+    config: Box<ClientConfig>,
     greeting: Greeting,
     escape: bool,
     session: Option<u64>,
@@ -126,7 +224,11 @@ async fn open(config: &ClientConfig, resume: Option<u64>, want_escape: bool) -> 
             .map_err(|e| ClientError::Protocol(format!("bad server greeting: {e}")))?;
         *framed.codec_mut() = ClientCodec::new(config.max_line).with_protocol(greeting.protocol());
         let escape = want_escape && greeting.has_option("escape");
-        let mut options = ClientOptions::new(Transport::Plain).with_escape(escape);
+        let transport = if config.tls.is_some() { Transport::Ssl } else { Transport::Plain };
+        if transport == Transport::Ssl && !greeting.has_option("ssl") {
+            return Err(ClientError::Connect(format!("{addr}: the server does not offer TLS (ssl)")));
+        }
+        let mut options = ClientOptions::new(transport).with_escape(escape);
         if let Some(id) = resume {
             options = options.with_resume(id);
         } else if config.session && greeting.has_option("session") {
@@ -151,6 +253,26 @@ async fn open(config: &ClientConfig, resume: Option<u64>, want_escape: bool) -> 
                 None => return Err(ClientError::Connect(format!("{addr}: connection closed after the options"))),
             }
         }
+        let mut framed = match &config.tls {
+            None => rewrap(framed, Io::Plain),
+            Some(tls) => {
+                // The handshake starts right after OK, on the same socket.
+                let connector = tls.connector()?;
+                let name = ServerName::try_from(config.host.clone())
+                    .map_err(|e| ClientError::InvalidArgument(format!("TLS server name {}: {e}", config.host)))?;
+                let parts = framed.into_parts();
+                if !parts.read_buf.is_empty() {
+                    return Err(ClientError::Protocol("the server sent data before the TLS handshake".into()));
+                }
+                let stream = connector
+                    .connect(name, parts.io)
+                    .await
+                    .map_err(|e| ClientError::Connect(format!("{addr}: TLS handshake: {e}")))?;
+                let mut next = FramedParts::new::<ClientPiece<'_>>(Io::Tls(Box::new(stream)), parts.codec);
+                next.write_buf = parts.write_buf;
+                Framed::from_parts(next)
+            }
+        };
         if options.expects_login() {
             let mut login = LoginContext::new(config.login.clone());
             login.password = config.password.clone();
@@ -171,7 +293,7 @@ impl Client {
     /// first command, so a bad password shows up there.
     pub async fn connect(config: ClientConfig) -> Result<Client> {
         let (framed, greeting, escape) = open(&config, None, config.escape).await?;
-        Ok(Client { framed, config, greeting, escape, session: None, in_reply: false, broken: false })
+        Ok(Client { framed, config: Box::new(config), greeting, escape, session: None, in_reply: false, broken: false })
     }
 
     pub fn config(&self) -> &ClientConfig {

@@ -24,7 +24,7 @@ pub mod mdconfig;
 pub mod shape;
 
 pub use blocking::BlockingClient;
-pub use client::{Client, ClientConfig, DEFAULT_PORT, RowStream};
+pub use client::{Client, ClientConfig, DEFAULT_PORT, RowStream, TlsClientConfig};
 pub use error::{ClientError, Result};
 pub use format::{Format, Printer};
 pub use mdconfig::{MdConfig, UseSsl};

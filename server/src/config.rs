@@ -60,6 +60,21 @@ pub struct Config {
     pub allow_anonymous: bool,
     /// SOAP: differential deserialization of requests.
     pub soap_dds: bool,
+    /// SOAP: also run the full parser on every DDS answer and fail loudly on a difference.
+    pub soap_dds_shadow: bool,
+    /// Seconds one database statement may run (a streamed result's delivery included) before
+    /// it is cancelled with code 19; 0: no limit.
+    pub query_timeout_secs: u64,
+    /// PEM certificate chain of the server. With `tls_key`, the TCP port accepts `ssl` and the
+    /// HTTP port serves HTTPS only.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) for `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificates that client certificates are checked against. Client certificates
+    /// stay optional; a verified one allows login by certificate.
+    pub tls_client_ca: Option<PathBuf>,
+    /// grid-mapfile (`"<DN>" user` per line) consulted after `user_subject_add` mappings.
+    pub grid_mapfile: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -86,6 +101,12 @@ impl Default for Config {
             soap_token_ttl_secs: 1200,
             allow_anonymous: false,
             soap_dds: true,
+            soap_dds_shadow: false,
+            query_timeout_secs: 300,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
+            grid_mapfile: None,
         }
     }
 }
@@ -124,9 +145,27 @@ pub struct Flags {
     /// Differential deserialization of SOAP requests: on or off.
     #[arg(long, env = "ARDACAT_SOAP_DDS")]
     pub soap_dds: Option<OnOff>,
+    /// Check every DDS answer against the full parser (tests, staging).
+    #[arg(long, env = "ARDACAT_SOAP_DDS_SHADOW")]
+    pub soap_dds_shadow: Option<bool>,
     /// Allow anonymous SOAP requests.
     #[arg(long, env = "ARDACAT_ALLOW_ANONYMOUS")]
     pub allow_anonymous: Option<bool>,
+    /// Seconds one database statement may run before it is cancelled (0: no limit).
+    #[arg(long, env = "ARDACAT_QUERY_TIMEOUT")]
+    pub query_timeout: Option<u64>,
+    /// PEM certificate chain: enables `ssl` on the TCP port and HTTPS on the HTTP port.
+    #[arg(long, env = "ARDACAT_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "ARDACAT_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificates for optional client certificates (login by certificate).
+    #[arg(long, env = "ARDACAT_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// grid-mapfile mapping certificate subjects to users.
+    #[arg(long, env = "ARDACAT_GRID_MAPFILE")]
+    pub grid_mapfile: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -180,8 +219,26 @@ impl Config {
         if let Some(v) = flags.soap_dds {
             c.soap_dds = matches!(v, OnOff::On);
         }
+        if let Some(v) = flags.soap_dds_shadow {
+            c.soap_dds_shadow = v;
+        }
         if let Some(v) = flags.allow_anonymous {
             c.allow_anonymous = v;
+        }
+        if let Some(v) = flags.query_timeout {
+            c.query_timeout_secs = v;
+        }
+        if flags.tls_cert.is_some() {
+            c.tls_cert = flags.tls_cert;
+        }
+        if flags.tls_key.is_some() {
+            c.tls_key = flags.tls_key;
+        }
+        if flags.tls_client_ca.is_some() {
+            c.tls_client_ca = flags.tls_client_ca;
+        }
+        if flags.grid_mapfile.is_some() {
+            c.grid_mapfile = flags.grid_mapfile;
         }
         Ok(c)
     }

@@ -1,16 +1,112 @@
 //! The HTTP frontend: SOAP endpoint, WSDL and metrics on one axum router. (SOAP operations are
-//! wired in `soap`; this module owns the listener and the routes.)
+//! wired in `soap`; this module owns the listener and the routes.) With a certificate
+//! configured the port speaks HTTPS only: a background task accepts TCP connections and runs
+//! the TLS handshakes (bounded in number and time), and axum serves the finished streams.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
+use axum::extract::connect_info::Connected;
 use axum::routing::get;
-use tokio::net::TcpListener;
+use axum::serve::{IncomingStream, Listener};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::tcp::Shared;
+
+/// Who is at the other end of an HTTP connection: the address (login throttling) and, on
+/// HTTPS with a verified client certificate, its subject DN (login by certificate).
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub addr: SocketAddr,
+    pub subject: Option<String>,
+}
+
+impl Connected<IncomingStream<'_, TcpListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+        Peer { addr: *stream.remote_addr(), subject: None }
+    }
+}
+
+impl Connected<IncomingStream<'_, TlsListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, TlsListener>) -> Self {
+        Peer { addr: *stream.remote_addr(), subject: crate::tls::peer_subject(stream.io().get_ref().1) }
+    }
+}
+
+/// TLS handshakes in progress at once; further connections wait in the kernel backlog.
+const MAX_PENDING_HANDSHAKES: usize = 256;
+
+/// A listener that yields connections whose TLS handshake has completed.
+pub struct TlsListener {
+    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl TlsListener {
+    /// Accepts on `listener` until `shutdown`; a handshake that fails or takes longer than
+    /// `timeout` is dropped without disturbing the others.
+    pub fn new(listener: TcpListener, acceptor: TlsAcceptor, timeout: Duration, shutdown: CancellationToken) -> Self {
+        let local = listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let (tx, ready) = mpsc::channel(64);
+        let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
+        tokio::spawn(async move {
+            loop {
+                let permit = tokio::select! {
+                    p = pending.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                    _ = shutdown.cancelled() => break,
+                };
+                let (stream, peer) = tokio::select! {
+                    r = listener.accept() => match r {
+                        Ok(v) => v,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "https accept failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    },
+                    _ = shutdown.cancelled() => break,
+                };
+                let _ = stream.set_nodelay(true);
+                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                tokio::spawn(async move {
+                    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => {
+                            drop(permit);
+                            let _ = tx.send((tls, peer)).await;
+                        }
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "https handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "https handshake timed out"),
+                    }
+                });
+            }
+        });
+        TlsListener { ready, local }
+    }
+}
+
+impl Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.ready.recv().await {
+            Some(v) => v,
+            // The accept loop ended (shutdown): graceful shutdown finishes `serve`.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.local)
+    }
+}
 
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
     let bound = match listener.local_addr() {
@@ -23,9 +119,17 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(shared.clone())
-        .merge(crate::soap::router(shared, bound));
-    let service = app.into_make_service_with_connect_info::<SocketAddr>();
-    if let Err(e) = axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await {
+        .merge(crate::soap::router(shared.clone(), bound));
+    let service = app.into_make_service_with_connect_info::<Peer>();
+    let result = match shared.tls.as_ref() {
+        Some(tls) => {
+            let timeout = Duration::from_secs(shared.config.handshake_timeout_secs.max(1));
+            let listener = TlsListener::new(listener, tls.http.clone(), timeout, shutdown.clone());
+            axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await
+        }
+        None => axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await,
+    };
+    if let Err(e) = result {
         tracing::error!(error = %e, "http server failed");
     }
 }
@@ -42,6 +146,9 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> String {
         "ardacat_db_pool_size {}\nardacat_db_pool_idle {}\nardacat_db_pool_in_use {}\n",
         pool.size, pool.idle, pool.in_use
     ));
+    for (k, v) in crate::soap::dds_counters(&shared) {
+        out.push_str(&format!("ardacat_{k} {v}\n"));
+    }
     shared.metrics.render(&mut out);
     out
 }

@@ -11,6 +11,7 @@ pub mod http;
 pub mod metrics;
 pub mod soap;
 pub mod tcp;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -36,6 +37,8 @@ pub enum StartError {
     Catalogue(#[from] ardacat_core::Error),
     #[error("cannot listen on {0}: {1}")]
     Bind(SocketAddr, std::io::Error),
+    #[error("TLS: {0}")]
+    Tls(#[from] tls::TlsError),
 }
 
 /// Addresses the server actually listens on (ports may have been 0).
@@ -58,7 +61,11 @@ pub enum RootPassword {
 /// Open the database, migrate, create `root` if needed. Separate from `serve` so `main` can
 /// print the generated password before serving.
 pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat, RootPassword), StartError> {
-    let opts = DbOptions { pool_size: config.db_pool_size, ..DbOptions::default() };
+    let opts = DbOptions {
+        pool_size: config.db_pool_size,
+        statement_timeout: Duration::from_secs(config.query_timeout_secs),
+        ..DbOptions::default()
+    };
     let db = Db::open(&config.database, opts).await?;
     db.migrate().await?;
     let cat = Catalogue::new(SqlStore::new(db), ServiceConfig::default()).await?;
@@ -91,8 +98,25 @@ pub async fn bind(config: &Config) -> Result<(TcpListener, TcpListener, Bound), 
     Ok((tcp, http, bound))
 }
 
-/// Serve both frontends until `shutdown` fires, then drain (bounded) and return.
+/// Serve both frontends until `shutdown` fires, then drain (bounded) and return. TLS settings
+/// are loaded first; if they are unusable the error is logged and nothing is served (`main`
+/// checks them with [`tls::load`] before it binds and calls [`serve_with`]).
 pub async fn serve(cat: Cat, config: Config, tcp: TcpListener, http: TcpListener, shutdown: CancellationToken) {
+    match tls::load(&config) {
+        Ok(tls) => serve_with(cat, config, tcp, http, tls, shutdown).await,
+        Err(e) => tracing::error!(error = %e, "cannot serve"),
+    }
+}
+
+/// [`serve`] with TLS settings already loaded (`None`: plain TCP and HTTP only).
+pub async fn serve_with(
+    cat: Cat,
+    config: Config,
+    tcp: TcpListener,
+    http: TcpListener,
+    tls: Option<Arc<tls::TlsSetup>>,
+    shutdown: CancellationToken,
+) {
     let config = Arc::new(config);
     let shared = Arc::new(tcp::Shared {
         catalogue: cat.clone(),
@@ -101,6 +125,8 @@ pub async fn serve(cat: Cat, config: Config, tcp: TcpListener, http: TcpListener
         stats: tcp::Stats::default(),
         login_limiter: tcp::LoginLimiter::new(config.max_failed_logins_per_minute),
         metrics: metrics::Metrics::default(),
+        dds: soap::new_dds(&config),
+        tls,
     });
     let http_task = tokio::spawn(http::serve(http, shared.clone(), shutdown.clone()));
     tcp::serve(tcp, shared, shutdown).await;

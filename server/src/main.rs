@@ -3,7 +3,7 @@
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use ardacat_server::{Config, RootPassword, bind, config::Flags, open, serve};
+use ardacat_server::{Config, RootPassword, bind, config::Flags, open, serve_with, tls};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -12,6 +12,8 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let config = Config::load(Flags::parse())?;
+    // Unusable certificate settings stop the start before anything listens.
+    let tls = tls::load(&config)?;
     let root_pw = std::env::var("ARDACAT_ROOT_PASSWORD").ok().filter(|p| !p.is_empty());
     let (cat, root) = open(&config, root_pw).await?;
     match root {
@@ -24,7 +26,13 @@ async fn main() -> anyhow::Result<()> {
     }
     let (tcp, http, bound) = bind(&config).await?;
     // Tests and scripts read this line to find ports chosen with 0.
-    println!("ardacat-server listening tcp={} http={} database={}", bound.tcp, bound.http, redact(&config.database));
+    let tls_note = if tls.is_some() { " tls=on" } else { "" };
+    println!(
+        "ardacat-server listening tcp={} http={} database={}{tls_note}",
+        bound.tcp,
+        bound.http,
+        redact(&config.database)
+    );
     let shutdown = CancellationToken::new();
     let signal = shutdown.clone();
     tokio::spawn(async move {
@@ -36,7 +44,7 @@ async fn main() -> anyhow::Result<()> {
         tracing::info!("shutting down");
         signal.cancel();
     });
-    serve(cat, config, tcp, http, shutdown).await;
+    serve_with(cat, config, tcp, http, tls, shutdown).await;
     Ok(())
 }
 

@@ -167,7 +167,7 @@ impl Metrics {
             ops.sort_by_key(|(k, _)| **k);
             for (op, s) in ops {
                 let n = s.latency.count();
-                let mean = if n > 0 { s.latency.sum_us.load(Ordering::Relaxed) / n } else { 0 };
+                let mean = s.latency.sum_us.load(Ordering::Relaxed).checked_div(n).unwrap_or(0);
                 lines.push((
                     format!("{fname}_{op}"),
                     format!("count={n} errors={} mean_us={mean}", s.errors.load(Ordering::Relaxed)),
@@ -176,8 +176,7 @@ impl Metrics {
             for (i, st) in Stage::ALL.iter().enumerate() {
                 let h = &fs.stages[i];
                 let n = h.count();
-                if n > 0 {
-                    let mean = h.sum_us.load(Ordering::Relaxed) / n;
+                if let Some(mean) = h.sum_us.load(Ordering::Relaxed).checked_div(n) {
                     lines.push((format!("{fname}_stage_{}", st.name()), format!("count={n} mean_us={mean}")));
                 }
             }

@@ -110,6 +110,8 @@ impl TestServer {
         cmd.args(["--database", &db.url, "--tcp-port", "0", "--http-port", "0"])
             .args(extra)
             .env("ARDACAT_ROOT_PASSWORD", ROOT_PASSWORD)
+            // Every test server checks each DDS answer against the full parser.
+            .env("ARDACAT_SOAP_DDS_SHADOW", "true")
             .env("RUST_LOG", "warn")
             .env_remove("ARDACAT_CONFIG")
             .stdout(Stdio::piped())

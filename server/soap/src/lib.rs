@@ -35,10 +35,11 @@
 //! assert_eq!(fault.http_status(version), 500);
 //! ```
 //!
-//! A faster parser (differential deserialization) may later sit beside [`parse_request`]; it
-//! must decline or agree with it exactly. [`write_request`] produces requests for clients and
-//! round-trip tests.
+//! [`dds::DdsCache`] (differential deserialization) sits beside [`parse_request`]: it
+//! returns exactly what `parse_request` returns, faster for repeated requests, or falls back
+//! to it. [`write_request`] produces requests for clients and round-trip tests.
 
+pub mod dds;
 mod error;
 mod model;
 mod parse;
@@ -47,6 +48,7 @@ mod write;
 mod wsdl;
 mod xml;
 
+pub use dds::{DdsCache, DdsConfig, DdsOutcome, DdsStats, TemplateKey};
 pub use error::{FaultCode, LimitKind, SoapError};
 pub use model::{Attribute, Entry, HeaderBlock, MDResult, NAMESPACE, Operation, ParsedRequest, Request, Response, Row};
 pub use parse::{Limits, parse_request};

@@ -550,7 +550,7 @@ impl<'l, 'i> Fields<'l, 'i> {
 }
 
 /// `xs:unsignedInt` lexical space after whitespace collapse: optional `+`, digits.
-fn parse_xsd_unsigned_int(s: &str) -> Option<u32> {
+pub(crate) fn parse_xsd_unsigned_int(s: &str) -> Option<u32> {
     let t = s.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
     let digits = t.strip_prefix('+').unwrap_or(t);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {

@@ -4,9 +4,14 @@
 //!
 //! argon2 is slow by design, so verifying the password on every request would cap throughput
 //! at a few dozen requests per second per core. A successful (user, password) check is kept
-//! for [`CACHE_TTL`], keyed by SHA-256 of the credentials. Any failed login for a user drops
-//! that user's cached entries, so a changed password stops working from the cache at the
-//! latest after [`CACHE_TTL`] and at once after a failed attempt.
+//! for [`CACHE_TTL`], keyed by SHA-256 of the credentials, together with the catalogue's auth
+//! epoch: any user, group or ACL change made through this process (a password change, a
+//! removed user, a membership change) invalidates every entry at once. Changes made by another
+//! process sharing the database apply after [`ardacat_core::service::AUTH_RECHECK`] (groups)
+//! or [`CACHE_TTL`] (passwords). Any failed login for a user drops that user's entries.
+//!
+//! Without an `Authorization` header, a verified client certificate (HTTPS with
+//! `tls_client_ca`) logs in as the user its subject maps to.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -42,21 +47,34 @@ pub enum AuthFailure {
     Internal(Error),
 }
 
+/// One verified login: who, until when, and at which auth epoch / instant its groups were read.
+struct Entry {
+    principal: Principal,
+    expires: Instant,
+    epoch: u64,
+    read: Instant,
+}
+
 /// Successful logins, keyed by SHA-256 of `user NUL password`.
 #[derive(Default)]
 pub struct AuthCache {
-    entries: Mutex<HashMap<[u8; 32], (Principal, Instant)>>,
+    entries: Mutex<HashMap<[u8; 32], Entry>>,
 }
 
 impl AuthCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], (Principal, Instant)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Entry>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn get(&self, key: &[u8; 32]) -> Option<Principal> {
+    /// The cached principal if the entry is alive and from this auth epoch, and whether its
+    /// groups were read recently enough to skip re-reading them.
+    fn get(&self, key: &[u8; 32], epoch: u64) -> Option<(Principal, bool)> {
         let mut map = self.lock();
+        let now = Instant::now();
         match map.get(key) {
-            Some((p, expires)) if *expires > Instant::now() => Some(p.clone()),
+            Some(e) if e.expires > now && e.epoch == epoch => {
+                Some((e.principal.clone(), now.duration_since(e.read) < ardacat_core::service::AUTH_RECHECK))
+            }
             Some(_) => {
                 map.remove(key);
                 None
@@ -65,20 +83,27 @@ impl AuthCache {
         }
     }
 
-    fn put(&self, key: [u8; 32], p: Principal) {
+    fn put(&self, key: [u8; 32], principal: Principal, epoch: u64) {
         let mut map = self.lock();
         let now = Instant::now();
         if map.len() >= CACHE_MAX {
-            map.retain(|_, (_, expires)| *expires > now);
+            map.retain(|_, e| e.expires > now);
             if map.len() >= CACHE_MAX {
                 map.clear();
             }
         }
-        map.insert(key, (p, now + CACHE_TTL));
+        map.insert(key, Entry { principal, expires: now + CACHE_TTL, epoch, read: now });
+    }
+
+    /// Groups were re-read: keep the entry's expiry, renew the rest.
+    fn renew(&self, key: &[u8; 32], principal: Principal, epoch: u64) {
+        if let Some(e) = self.lock().get_mut(key) {
+            *e = Entry { principal, expires: e.expires, epoch, read: Instant::now() };
+        }
     }
 
     fn forget_user(&self, user: &str) {
-        self.lock().retain(|_, (p, _)| p.user != user);
+        self.lock().retain(|_, e| e.principal.user != user);
     }
 }
 
@@ -111,15 +136,38 @@ fn anonymous() -> Principal {
     Principal { user: "anonymous".into(), groups: vec![] }
 }
 
-/// Authenticates a request and returns a fresh session (cwd `/`) for its principal.
+/// Authenticates a request and returns a fresh session (cwd `/`) for its principal. `subject`
+/// is the verified client certificate's DN (HTTPS with client CA), used when the request has
+/// no `Authorization` header.
 pub async fn session_for(
     shared: &Shared,
     cache: &AuthCache,
     headers: &HeaderMap,
     peer: Option<IpAddr>,
+    subject: Option<&str>,
 ) -> Result<Session<crate::Store>, AuthFailure> {
     let cat: &Cat = &shared.catalogue;
     let (user, password) = match basic_credentials(headers) {
+        None if subject.is_some() && shared.tls.is_some() => {
+            let (Some(tls), Some(dn)) = (shared.tls.as_ref(), subject) else { return Err(AuthFailure::Missing) };
+            if let Some(ip) = peer
+                && !shared.login_limiter.allow(ip)
+            {
+                return Err(AuthFailure::Throttled);
+            }
+            let epoch = cat.auth_epoch();
+            return match tls.principal_for(cat, dn).await {
+                Ok(p) => Ok(Session::new(p).with_auth_epoch(epoch)),
+                Err(Error::PermissionDenied(_)) => {
+                    if let Some(ip) = peer {
+                        shared.login_limiter.failed(ip);
+                    }
+                    tracing::info!(target: "audit", subject = %dn, peer = ?peer, "SOAP certificate login failed");
+                    Err(AuthFailure::Denied)
+                }
+                Err(e) => Err(AuthFailure::Internal(e)),
+            };
+        }
         None if shared.config.allow_anonymous => {
             let p = cat.principal("anonymous").await.unwrap_or_else(|_| anonymous());
             return Ok(Session::new(p));
@@ -129,10 +177,20 @@ pub async fn session_for(
         Some(Ok(c)) => c,
     };
     let key = digest(&user, &password);
-    if let Some(p) = cache.get(&key) {
-        let mut s = Session::new(p);
-        // Group membership changes apply at once, as for live TCP sessions.
-        cat.refresh(&mut s).await.map_err(AuthFailure::Internal)?;
+    let epoch = cat.auth_epoch();
+    if let Some((p, fresh)) = cache.get(&key, epoch) {
+        let mut s = Session::new(p).with_auth_epoch(epoch);
+        if !fresh {
+            // Changes by other processes sharing the database: re-read the groups.
+            match cat.refresh(&mut s).await {
+                Ok(()) => cache.renew(&key, s.principal.clone(), epoch),
+                Err(Error::PermissionDenied(_)) => {
+                    cache.forget_user(&user);
+                    return Err(AuthFailure::Denied);
+                }
+                Err(e) => return Err(AuthFailure::Internal(e)),
+            }
+        }
         return Ok(s);
     }
     if let Some(ip) = peer
@@ -142,8 +200,8 @@ pub async fn session_for(
     }
     match cat.authenticate(&user, Some(&password)).await {
         Ok(p) => {
-            cache.put(key, p.clone());
-            Ok(Session::new(p))
+            cache.put(key, p.clone(), epoch);
+            Ok(Session::new(p).with_auth_epoch(epoch))
         }
         Err(Error::PermissionDenied(_)) => {
             cache.forget_user(&user);
@@ -180,9 +238,12 @@ mod tests {
         let k = digest("u", "p");
         assert_ne!(k, digest("u", "q"));
         assert_ne!(digest("ab", "c"), digest("a", "bc"));
-        c.put(k, Principal { user: "u".into(), groups: vec![] });
-        assert_eq!(c.get(&k).map(|p| p.user), Some("u".to_string()));
+        c.put(k, Principal { user: "u".into(), groups: vec![] }, 1);
+        assert_eq!(c.get(&k, 1).map(|(p, fresh)| (p.user, fresh)), Some(("u".to_string(), true)));
         c.forget_user("u");
-        assert!(c.get(&k).is_none());
+        assert!(c.get(&k, 1).is_none());
+        c.put(k, Principal { user: "u".into(), groups: vec![] }, 1);
+        assert!(c.get(&k, 2).is_none(), "another auth epoch invalidates the entry");
+        assert!(c.get(&k, 1).is_none(), "and removes it");
     }
 }

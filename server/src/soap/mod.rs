@@ -26,9 +26,10 @@ use std::time::{Duration, Instant};
 use crate::metrics::{Frontend, Stage};
 
 use ardacat_core::{Error, ErrorKind};
+use ardacat_soap::dds::ShadowPolicy;
 use ardacat_soap::{
-    Fault, FaultCode, Limits, ParsedRequest, SoapError, SoapVersion, detect_version, parse_request, write_error_fault,
-    write_fault, wsdl_for,
+    DdsCache, DdsConfig, Fault, FaultCode, Limits, ParsedRequest, SoapError, SoapVersion, TemplateKey, detect_version,
+    parse_request, write_error_fault, write_fault, wsdl_for,
 };
 use axum::Router;
 use axum::body::Body;
@@ -54,7 +55,8 @@ pub struct SoapState {
 }
 
 /// The SOAP routes, ready to merge into the HTTP router. The service must be run with
-/// `into_make_service_with_connect_info::<SocketAddr>()` for per-address login throttling.
+/// `into_make_service_with_connect_info::<crate::http::Peer>()` for per-address login
+/// throttling and login by client certificate.
 pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
     let cfg = &shared.config;
     let limits = Limits {
@@ -73,10 +75,56 @@ pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
 }
 
 /// THE request deserializer of the server: every SOAP request body goes through here, and only
-/// here. A differential deserializer (`config.soap_dds`) plugs in beside `parse_request` in
-/// this function; it must decline or return exactly what `parse_request` returns.
-pub fn decode_request(state: &SoapState, body: &[u8], version: SoapVersion) -> Result<ParsedRequest, SoapError> {
-    parse_request(body, version, &state.limits)
+/// here. With `soap_dds` on, the differential deserializer answers from the template of this
+/// client's previous message of the same shape, or declines and the full parser runs (which
+/// refreshes the template); either way the result is exactly what `parse_request` returns.
+/// Templates are keyed by the authenticated user and the Content-Type as sent, because
+/// different toolkits emit different bytes.
+pub fn decode_request(
+    state: &SoapState,
+    client: &str,
+    content_type: &str,
+    body: &[u8],
+    version: SoapVersion,
+) -> Result<ParsedRequest, SoapError> {
+    match &state.shared.dds {
+        Some(dds) => dds.parse(&TemplateKey::new(client, content_type), body, version, &state.limits).map(|(p, _)| p),
+        None => parse_request(body, version, &state.limits),
+    }
+}
+
+/// The differential deserializer the server runs with, if `soap_dds` is on. In shadow mode
+/// (`soap_dds_shadow`, used by the test suite) every fast-path answer is checked against the
+/// full parser and a difference panics the request loudly.
+pub fn new_dds(cfg: &crate::config::Config) -> Option<DdsCache> {
+    cfg.soap_dds.then(|| {
+        DdsCache::new(DdsConfig {
+            shadow: cfg.soap_dds_shadow,
+            shadow_policy: ShadowPolicy::Panic,
+            ..DdsConfig::default()
+        })
+    })
+}
+
+/// DDS counters for `/metrics` and `stats` (empty when DDS is off).
+pub fn dds_counters(shared: &Shared) -> Vec<(String, u64)> {
+    let Some(dds) = &shared.dds else { return Vec::new() };
+    let s = dds.stats();
+    let mut out = vec![
+        ("soap_dds_hits".to_string(), s.hits),
+        ("soap_dds_loop_hits".to_string(), s.loop_hits),
+        ("soap_dds_misses".to_string(), s.misses),
+        ("soap_dds_bypassed".to_string(), s.bypassed),
+        ("soap_dds_bytes_skipped".to_string(), s.bytes_skipped),
+        ("soap_dds_templates".to_string(), s.templates as u64),
+        ("soap_dds_template_bytes".to_string(), s.template_bytes as u64),
+        ("soap_dds_shadow_checks".to_string(), s.shadow_checks),
+        ("soap_dds_shadow_mismatches".to_string(), s.shadow_mismatches),
+    ];
+    for (reason, n) in s.declines {
+        out.push((format!("soap_dds_declines_{}", format!("{reason:?}").to_lowercase()), n));
+    }
+    out
 }
 
 // ------------------------------------------------------------------------------------------
@@ -113,10 +161,11 @@ fn request_host(headers: &HeaderMap) -> Option<&str> {
 }
 
 fn endpoint_url(st: &SoapState, headers: &HeaderMap) -> String {
+    let scheme = if st.shared.tls.is_some() { "https" } else { "http" };
     match request_host(headers) {
-        Some(h) => format!("http://{h}/soap"),
-        None if st.bound.ip().is_unspecified() => format!("http://localhost:{}/soap", st.bound.port()),
-        None => format!("http://{}/soap", st.bound),
+        Some(h) => format!("{scheme}://{h}/soap"),
+        None if st.bound.ip().is_unspecified() => format!("{scheme}://localhost:{}/soap", st.bound.port()),
+        None => format!("{scheme}://{}/soap", st.bound),
     }
 }
 
@@ -229,13 +278,15 @@ async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, SoapError> {
 async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
-    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let conn = parts.extensions.get::<ConnectInfo<crate::http::Peer>>().map(|c| &c.0);
+    let peer = conn.map(|p| p.addr.ip());
+    let subject = conn.and_then(|p| p.subject.as_deref());
     let content_type = headers.get(CONTENT_TYPE).map(|v| v.to_str().unwrap_or("\u{fffd}").to_string());
     // The version to answer early failures in, before the envelope has been seen.
     let hint = content_type.as_deref().and_then(SoapVersion::from_content_type).unwrap_or(SoapVersion::V11);
 
     let started = Instant::now();
-    let session = match auth::session_for(&st.shared, &st.auth, headers, peer).await {
+    let session = match auth::session_for(&st.shared, &st.auth, headers, peer, subject).await {
         Ok(s) => s,
         Err(f) => return auth_failure(hint, f),
     };
@@ -263,10 +314,11 @@ async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
         Ok(v) => v,
         Err(e) => return soap_fault(hint, &e),
     };
-    let parsed = match decode_request(&st, &bytes, version) {
-        Ok(p) => p,
-        Err(e) => return soap_fault(version, &e),
-    };
+    let parsed =
+        match decode_request(&st, &session.principal.user, content_type.as_deref().unwrap_or(""), &bytes, version) {
+            Ok(p) => p,
+            Err(e) => return soap_fault(version, &e),
+        };
     drop(bytes);
     let parsed_at = Instant::now();
     st.shared.metrics.stage(Frontend::Soap, Stage::Parse, parsed_at - authed);

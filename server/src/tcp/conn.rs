@@ -1,6 +1,12 @@
 //! One TCP connection: handshake and login exactly as AMGA clients expect, then a loop of
 //! command line → `Command` → catalogue call → reply, watching for an out-of-band CAN while a
 //! reply streams. Protocol bytes come from ardacat-proto; meaning comes from ardacat-core.
+//!
+//! The greeting and the option block are read on the whole `TcpStream` (one `Framed`). For
+//! `ssl`/`resumeSSL<id>` the server answers `OK`, checks that the client sent nothing more,
+//! and runs the TLS handshake on that same stream (amga.md §2.2); the login block and every
+//! command then travel inside TLS. Only then is the stream split into a reader task and the
+//! writer, which is wrapped in the write-stall guard (`idle_timeout_secs`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -13,18 +19,21 @@ use crate::metrics::{Frontend, Stage};
 use ardacat_core::path;
 use ardacat_core::{Error, Session};
 use ardacat_proto::{
-    ClientFrame, ClientOptions, Greeting, LoginParser, OptionsParser, ProtoError, ReplyPiece, ServerCodec, Transport,
-    tokenize, tokenize_escaped,
+    ClientFrame, ClientOptions, Greeting, HandshakeError, LoginContext, LoginParser, OptionsParser, ProtoError,
+    ReplyPiece, ServerCodec, Transport, tokenize, tokenize_escaped,
 };
-use futures::{SinkExt, StreamExt};
+use futures::{SinkExt, Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio::time::Instant as Deadline;
+use tokio_util::codec::{Framed, FramedParts, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
 use super::command::{Command, HELP};
 use super::reply::{Reply, Writer};
 use super::session::SavedSession;
+use super::stall::StallGuard;
 use super::{SERVER_VERSION, Shared};
 use crate::Cat;
 use crate::config::SessionMode;
@@ -86,20 +95,95 @@ fn proto_fault(e: &ProtoError) -> Error {
     }
 }
 
+/// What the option block and the transport set-up leave for the login phase.
+struct Opening {
+    opts: ClientOptions,
+    /// The connection runs inside TLS (`OK` was sent before the handshake).
+    tls: bool,
+    /// The subject DN of the client certificate the TLS handshake verified, if one was sent.
+    subject: Option<String>,
+}
+
 /// Serve one connection until the client leaves, idles out, or the server shuts down.
-pub async fn serve<R, W>(rd: R, wr: W, peer: SocketAddr, shared: Arc<Shared>, shutdown: CancellationToken)
-where
+pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let cfg = shared.config.clone();
+    // One budget for greeting, options, TLS handshake and login block (slowloris guard).
+    let deadline = Deadline::now() + Duration::from_secs(cfg.handshake_timeout_secs);
+    let mut framed = Framed::new(stream, ServerCodec::new(cfg.max_line_bytes));
+    let opts = match tokio::time::timeout_at(deadline, options(&mut framed, &shared)).await {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::info!(%peer, "handshake timed out");
+            return;
+        }
+    };
+    if opts.transport == Transport::Ssl {
+        let Some(tls) = shared.tls.clone() else {
+            // Refuse before the client starts a handshake.
+            let _ = framed.send(ReplyPiece::error(4, "TLS is not available on this server")).await;
+            tracing::debug!(%peer, "client asked for TLS, which is not configured");
+            return;
+        };
+        if framed.send(ReplyPiece::Ok).await.is_err() {
+            return;
+        }
+        let parts = framed.into_parts();
+        if !parts.read_buf.is_empty() {
+            // A client must wait for OK; bytes read already cannot be handed to rustls.
+            tracing::debug!(%peer, "client sent data between its options and the TLS handshake");
+            return;
+        }
+        let stream = match tokio::time::timeout_at(deadline, tls.tcp.accept(parts.io)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                tracing::info!(%peer, error = %e, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::info!(%peer, "TLS handshake timed out");
+                return;
+            }
+        };
+        let subject = crate::tls::peer_subject(stream.get_ref().1);
+        let (rd, wr) = tokio::io::split(stream);
+        let reader = Framed::from_parts(FramedParts::new::<ReplyPiece<'_>>(rd, ServerCodec::new(cfg.max_line_bytes)));
+        let opening = Opening { opts, tls: true, subject };
+        session(reader, wr, opening, deadline, peer, shared, shutdown).await;
+    } else {
+        // Bytes the client sent after its options (its login block, maybe commands) stay
+        // buffered for the reader.
+        let parts = framed.into_parts();
+        let (rd, wr) = parts.io.into_split();
+        let mut rparts = FramedParts::new::<ReplyPiece<'_>>(rd, parts.codec);
+        rparts.read_buf = parts.read_buf;
+        let reader = Framed::from_parts(rparts);
+        let opening = Opening { opts, tls: false, subject: None };
+        session(reader, wr, opening, deadline, peer, shared, shutdown).await;
+    }
+}
+
+/// Login (or resume), then the command loop, on a plain or TLS stream.
+async fn session<R, W>(
+    mut reader: Framed<R, ServerCodec>,
+    wr: W,
+    opening: Opening,
+    deadline: Deadline,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send,
 {
     let cfg = shared.config.clone();
-    let mut reader = FramedRead::new(rd, ServerCodec::new(cfg.max_line_bytes));
+    // A client that stops reading its reply for the idle time is cut off (its slot frees).
+    let wr = StallGuard::new(wr, Duration::from_secs(cfg.idle_timeout_secs.max(1)));
     let mut writer = FramedWrite::new(wr, ServerCodec::new(cfg.max_line_bytes));
-    let handshake = tokio::time::timeout(
-        Duration::from_secs(cfg.handshake_timeout_secs),
-        handshake(&mut reader, &mut writer, &shared, peer),
-    )
-    .await;
+    let handshake = tokio::time::timeout_at(deadline, login(&mut reader, &mut writer, opening, &shared, peer)).await;
     let (state, pending_error) = match handshake {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
@@ -249,7 +333,10 @@ fn first_word(line: &str) -> &str {
     line.split_whitespace().next().unwrap_or("")
 }
 
-async fn next_line<R: AsyncRead + Unpin>(reader: &mut FramedRead<R, ServerCodec>) -> Result<String, Error> {
+async fn next_line<St>(reader: &mut St) -> Result<String, Error>
+where
+    St: Stream<Item = Result<ClientFrame, ProtoError>> + Unpin,
+{
     match reader.next().await {
         Some(Ok(ClientFrame::Line(l))) => Ok(l),
         Some(Ok(other)) => Err(Error::IllegalCommand(format!("unexpected {other:?} during handshake"))),
@@ -258,34 +345,41 @@ async fn next_line<R: AsyncRead + Unpin>(reader: &mut FramedRead<R, ServerCodec>
     }
 }
 
-/// Greeting, options, `OK`, login block. Returns the connection state and, for a failed login,
-/// the error to answer the first command with.
-async fn handshake<R, W>(
-    reader: &mut FramedRead<R, ServerCodec>,
+/// Greeting and option block, on the whole stream (nothing is read past the empty line's
+/// segment; see `serve`).
+async fn options(framed: &mut Framed<TcpStream, ServerCodec>, shared: &Shared) -> Result<ClientOptions, Error> {
+    let io = |e: ProtoError| Error::Internal(e.to_string());
+    let mut offered = vec!["plain", "resume", "escape", "session"];
+    if shared.tls.is_some() {
+        offered.insert(1, "ssl");
+    }
+    let greeting = Greeting::new(SERVER_VERSION, offered).map_err(|e| Error::Internal(e.to_string()))?;
+    framed.send(ReplyPiece::greeting(&greeting)).await.map_err(io)?;
+    let mut options = OptionsParser::new();
+    loop {
+        let line = next_line(framed).await?;
+        if let Some(o) = options.push_line(&line).map_err(|e| Error::IllegalCommand(e.to_string()))? {
+            return Ok(o);
+        }
+    }
+}
+
+/// `OK` (unless sent before TLS, or after a plain resume), then the login block or the resumed
+/// session. Returns the connection state and, for a failed login, the error to answer the
+/// first command with.
+async fn login<St, W>(
+    reader: &mut St,
     writer: &mut Writer<W>,
+    opening: Opening,
     shared: &Shared,
     peer: SocketAddr,
 ) -> Result<(State, Option<Error>), Error>
 where
-    R: AsyncRead + Unpin,
+    St: Stream<Item = Result<ClientFrame, ProtoError>> + Unpin,
     W: AsyncWrite + Unpin + Send,
 {
     let io = |e: ProtoError| Error::Internal(e.to_string());
-    let greeting = Greeting::new(SERVER_VERSION, ["plain", "resume", "escape", "session"])
-        .map_err(|e| Error::Internal(e.to_string()))?;
-    writer.send(ReplyPiece::greeting(&greeting)).await.map_err(io)?;
-    let mut options = OptionsParser::new();
-    let opts: ClientOptions = loop {
-        let line = next_line(reader).await?;
-        if let Some(o) = options.push_line(&line).map_err(|e| Error::IllegalCommand(e.to_string()))? {
-            break o;
-        }
-    };
-    if opts.transport == Transport::Ssl {
-        // TLS is not configured on this listener: refuse before the client starts a handshake.
-        writer.send(ReplyPiece::error(4, "TLS is not available on this server")).await.map_err(io)?;
-        return Err(Error::PermissionDenied("client asked for TLS".into()));
-    }
+    let Opening { opts, tls, subject } = opening;
     let wants_session = opts.other.iter().any(|o| o == "session");
     let cfg = &shared.config;
     let issue_session = match cfg.sessions {
@@ -295,8 +389,10 @@ where
     };
     if let Some(id) = opts.resume {
         // No OK and no login block after a plain resume: the original client reads neither.
+        // (`resumeSSL<id>` got its OK before the TLS handshake.)
         return Ok(match shared.sessions.resume(id).filter(|_| cfg.sessions != SessionMode::No) {
             Some(saved) => {
+                // Groups are re-read before the first command (the epoch of a new Session is 0).
                 let mut session = Session::new(saved.principal);
                 session.cwd = saved.cwd;
                 (State { session, escape: saved.escape || opts.escape, session_id: Some(id), upload: None, peer }, None)
@@ -307,31 +403,72 @@ where
             ),
         });
     }
-    writer.send(ReplyPiece::Ok).await.map_err(io)?;
+    if !tls {
+        writer.send(ReplyPiece::Ok).await.map_err(io)?;
+    }
     let mut login = LoginParser::new();
     let ctx = loop {
         let line = next_line(reader).await?;
-        if let Some(c) = login.push_line(&line).map_err(|e| Error::IllegalCommand(e.to_string()))? {
-            break c;
+        match login.push_line(&line) {
+            Ok(Some(c)) => break c,
+            Ok(None) => {}
+            // An empty block (no `0` line): log in by certificate.
+            Err(HandshakeError::MissingLogin) => break LoginContext::default(),
+            Err(e) => return Err(Error::IllegalCommand(e.to_string())),
         }
     };
     let session_id = issue_session.then(|| shared.sessions.new_id());
-    let base =
-        |principal| State { session: Session::new(principal), escape: opts.escape, session_id, upload: None, peer };
+    let base = |principal, epoch| State {
+        session: Session::new(principal).with_auth_epoch(epoch),
+        escape: opts.escape,
+        session_id,
+        upload: None,
+        peer,
+    };
     if !shared.login_limiter.allow(peer.ip()) {
         return Ok((
-            base(anonymous()),
+            base(anonymous(), 0),
             Some(Error::PermissionDenied("too many failed logins; try again later".into())),
         ));
     }
-    match shared.catalogue.authenticate(&ctx.login, ctx.password.as_deref()).await {
-        Ok(p) => Ok((base(p), None)),
+    // Read before the groups are, so a change in between is seen at the first command.
+    let epoch = shared.catalogue.auth_epoch();
+    let by_certificate = ctx.login.is_empty() || (ctx.password.is_none() && subject.is_some());
+    let result = if by_certificate {
+        certificate_login(shared, &ctx.login, subject.as_deref()).await
+    } else {
+        shared.catalogue.authenticate(&ctx.login, ctx.password.as_deref()).await
+    };
+    match result {
+        Ok(p) => {
+            if by_certificate {
+                tracing::info!(target: "audit", user = %p.user, %peer, subject = subject.as_deref().unwrap_or(""), "certificate login");
+            }
+            Ok((base(p, epoch), None))
+        }
         Err(e) => {
             shared.login_limiter.failed(peer.ip());
-            tracing::info!(target: "audit", user = %ctx.login, %peer, "login failed");
-            Ok((base(anonymous()), Some(e)))
+            tracing::info!(target: "audit", user = %ctx.login, %peer, subject = subject.as_deref().unwrap_or(""), "login failed");
+            Ok((base(anonymous(), 0), Some(e)))
         }
     }
+}
+
+/// Login by the verified client certificate: its subject must map to a user (and to `login`,
+/// when the client named one).
+async fn certificate_login(
+    shared: &Shared,
+    login: &str,
+    subject: Option<&str>,
+) -> Result<ardacat_core::perm::Principal, Error> {
+    let (Some(tls), Some(dn)) = (shared.tls.as_ref(), subject) else {
+        return Err(Error::PermissionDenied("no login name and no verified client certificate".into()));
+    };
+    let p = tls.principal_for(&shared.catalogue, dn).await?;
+    if !login.is_empty() && p.user != login {
+        return Err(Error::PermissionDenied(format!("the client certificate does not belong to {login}")));
+    }
+    Ok(p)
 }
 
 fn anonymous() -> ardacat_core::perm::Principal {
@@ -358,6 +495,9 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
         return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));
     }
     let cmd = Command::parse(&args)?;
+    // User, group and ACL changes made since the last command apply now (one atomic load when
+    // nothing changed).
+    shared.catalogue.refresh_if_changed(&mut st.session).await?;
     shared.metrics.stage(Frontend::Tcp, Stage::Parse, parse_started.elapsed());
     if cmd.is_write() {
         tracing::info!(target: "audit", user = %st.session.principal.user, peer = %st.peer, command = %first_word(line), "write");
@@ -510,6 +650,9 @@ async fn execute<W: AsyncWrite + Unpin + Send>(
                 reply.value(Some(&format!("{k} {v}"))).await?;
             }
             for (k, v) in shared.metrics.summary() {
+                reply.value(Some(&format!("{k} {v}"))).await?;
+            }
+            for (k, v) in crate::soap::dds_counters(shared) {
                 reply.value(Some(&format!("{k} {v}"))).await?;
             }
         }

@@ -6,6 +6,7 @@ pub mod command;
 mod conn;
 pub mod reply;
 pub mod session;
+pub mod stall;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -86,6 +87,10 @@ pub struct Shared {
     pub stats: Stats,
     pub login_limiter: LoginLimiter,
     pub metrics: crate::metrics::Metrics,
+    /// Certificates and acceptors when TLS is configured (`ssl` on TCP, HTTPS on HTTP).
+    pub tls: Option<Arc<crate::tls::TlsSetup>>,
+    /// SOAP differential deserializer (None when `soap_dds` is off).
+    pub dds: Option<ardacat_soap::DdsCache>,
 }
 
 /// Accept connections until `shutdown`; then wait (bounded) for open connections to finish
@@ -116,8 +121,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
         tracker.spawn(async move {
             shared.stats.connections_open.fetch_add(1, Ordering::Relaxed);
             shared.stats.connections_total.fetch_add(1, Ordering::Relaxed);
-            let (rd, wr) = stream.into_split();
-            conn::serve(rd, wr, peer, shared.clone(), shutdown).await;
+            conn::serve(stream, peer, shared.clone(), shutdown).await;
             shared.stats.connections_open.fetch_sub(1, Ordering::Relaxed);
             drop(permit);
         });

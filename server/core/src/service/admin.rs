@@ -7,8 +7,8 @@ use crate::path;
 use crate::perm::{AclEntry, Mode, Principal, WRITE};
 use crate::store::{Store, StoreConn};
 
-use argon2::password_hash::phc::PasswordHash;
-use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use argon2::password_hash::phc::{Output, ParamsString, PasswordHash, Salt};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 
 fn valid_user_name(name: &str) -> bool {
     !name.is_empty()
@@ -20,23 +20,117 @@ fn require_root(who: &Principal) -> Result<()> {
     if who.is_root() { Ok(()) } else { Err(Error::PermissionDenied("only root may manage users and groups".into())) }
 }
 
-/// Hash a password with argon2 on a blocking thread (it is deliberately slow).
-pub async fn hash_password(password: &str) -> Result<String> {
-    let pw = password.to_string();
-    tokio::task::spawn_blocking(move || {
-        argon2::Argon2::default()
-            .hash_password(pw.as_bytes())
-            .map(|h| h.to_string())
-            .map_err(|e| Error::Internal(format!("password hashing failed: {e}")))
+type HashJob = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
+
+/// The threads that run argon2: a few dedicated ones (at most 4, one per core), fed in order,
+/// each with one reusable block of argon2 memory (~19 MiB with the default parameters). A storm
+/// of logins queues here instead of starving everything else of CPU, and memory stays at one
+/// block per thread: allocating a fresh 19 MiB (64-byte aligned) block per run, as argon2's
+/// own `hash_password`/`verify_password` do, left the freed blocks resident in the allocator,
+/// so every early login added ~19 MiB to the server's RSS.
+fn hash_threads() -> &'static std::sync::Mutex<std::sync::mpsc::Sender<HashJob>> {
+    static POOL: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<HashJob>>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<HashJob>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+        for i in 0..n {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new().name(format!("ardacat-argon2-{i}")).spawn(move || {
+                let mut memory: Vec<Block> = Vec::new();
+                loop {
+                    let job = match rx.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(poisoned) => poisoned.into_inner().recv(),
+                    };
+                    match job {
+                        Ok(job) => job(&mut memory),
+                        Err(_) => break,
+                    }
+                }
+            });
+            if let Err(e) = spawned {
+                tracing::error!("cannot start a password hashing thread: {e}");
+            }
+        }
+        std::sync::Mutex::new(tx)
     })
-    .await
-    .map_err(|e| Error::Internal(e.to_string()))?
 }
 
+/// Run `f` on a password hashing thread (with that thread's argon2 memory) and wait for it.
+async fn on_hash_thread<R: Send + 'static>(f: impl FnOnce(&mut Vec<Block>) -> R + Send + 'static) -> Result<R> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job: HashJob = Box::new(move |memory| {
+        let _ = tx.send(f(memory));
+    });
+    hash_threads()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send(job)
+        .map_err(|_| Error::Internal("password hashing threads are gone".into()))?;
+    rx.await.map_err(|_| Error::Internal("password hashing failed".into()))
+}
+
+/// argon2 of `pw` into `out`, in `memory` (grown to the parameters' block count once).
+fn argon2_into(
+    a: &Argon2<'_>,
+    params: &Params,
+    pw: &[u8],
+    salt: &[u8],
+    out: &mut [u8],
+    memory: &mut Vec<Block>,
+) -> bool {
+    let n = params.block_count();
+    if memory.len() < n {
+        memory.resize(n, Block::new());
+    }
+    a.hash_password_into_with_memory(pw, salt, out, &mut memory[..n]).is_ok()
+}
+
+/// Hash a password with argon2id (default parameters, 16-byte random salt) into a PHC string,
+/// on a hashing thread (it is deliberately slow).
+pub async fn hash_password(password: &str) -> Result<String> {
+    let pw = password.to_string();
+    on_hash_thread(move |memory| {
+        let fail = |e: String| Error::Internal(format!("password hashing failed: {e}"));
+        let params = Params::default();
+        let a = Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone());
+        let salt: [u8; 16] = rand::random();
+        let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
+        if !argon2_into(&a, &params, pw.as_bytes(), &salt, &mut out, memory) {
+            return Err(fail("argon2 refused the input".into()));
+        }
+        let hash = PasswordHash {
+            algorithm: Algorithm::Argon2id.ident(),
+            version: Some(Version::V0x13.into()),
+            params: ParamsString::try_from(&params).map_err(|e| fail(e.to_string()))?,
+            salt: Some(Salt::new(&salt).map_err(|e| fail(e.to_string()))?),
+            hash: Some(Output::new(&out).map_err(|e| fail(e.to_string()))?),
+        };
+        Ok(hash.to_string())
+    })
+    .await?
+}
+
+/// Checks a password against a stored PHC argon2 hash (any variant, version and parameters).
 async fn verify_password(password: &str, hash: &str) -> bool {
     let (pw, hash) = (password.to_string(), hash.to_string());
-    tokio::task::spawn_blocking(move || {
-        PasswordHash::new(&hash).is_ok_and(|h| argon2::Argon2::default().verify_password(pw.as_bytes(), &h).is_ok())
+    on_hash_thread(move |memory| {
+        let Ok(h) = PasswordHash::new(&hash) else { return false };
+        let (Some(salt), Some(expected)) = (&h.salt, &h.hash) else { return false };
+        let Ok(algorithm) = Algorithm::try_from(h.algorithm.as_str()) else { return false };
+        let version = match h.version.map(Version::try_from).transpose() {
+            Ok(v) => v.unwrap_or_default(),
+            Err(_) => return false,
+        };
+        let Ok(params) = Params::try_from(&h) else { return false };
+        let a = Argon2::new(algorithm, version, params.clone());
+        let mut out = vec![0u8; expected.len()];
+        if !argon2_into(&a, &params, pw.as_bytes(), salt, &mut out, memory) {
+            return false;
+        }
+        // Output's equality is constant-time.
+        Output::new(&out).is_ok_and(|computed| &computed == expected)
     })
     .await
     .unwrap_or(false)
@@ -98,13 +192,29 @@ impl<S: Store> Catalogue<S> {
     }
 
     /// Re-reads the session's groups so membership changes apply to live sessions at once.
+    /// A user removed meanwhile is refused (code 4) from then on.
     pub async fn refresh(&self, s: &mut Session<S>) -> Result<()> {
+        let epoch = self.auth_epoch();
         let user = s.principal.user.clone();
         let mut conn = self.conn(s).await?;
+        if conn.user(&user).await?.is_none() && user != "anonymous" {
+            return Err(Error::PermissionDenied(format!("user {user} no longer exists")));
+        }
         let groups = conn.groups_of(&user).await?;
         drop(conn);
         s.principal.groups = groups;
+        s.auth_epoch = epoch;
+        s.auth_read = Some(std::time::Instant::now());
         Ok(())
+    }
+
+    /// [`Catalogue::refresh`] only when needed: a user, group or ACL change went through this
+    /// process since the session's groups were read (the auth epoch moved), or they were read
+    /// more than [`super::AUTH_RECHECK`] ago (changes by other processes). Otherwise free:
+    /// one atomic load. Frontends call it before every command.
+    pub async fn refresh_if_changed(&self, s: &mut Session<S>) -> Result<()> {
+        let fresh = s.auth_epoch == self.auth_epoch() && s.auth_read.is_some_and(|t| t.elapsed() < super::AUTH_RECHECK);
+        if fresh { Ok(()) } else { self.refresh(s).await }
     }
 
     pub async fn user_create(&self, s: &mut Session<S>, name: &str, password: &str) -> Result<()> {
@@ -117,7 +227,10 @@ impl<S: Store> Catalogue<S> {
         if conn.user(name).await?.is_some() {
             return Err(Error::Exists(format!("user {name}")));
         }
-        conn.create_user(name, Some(&hash)).await
+        conn.create_user(name, Some(&hash)).await?;
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     pub async fn user_remove(&self, s: &mut Session<S>, name: &str) -> Result<()> {
@@ -126,7 +239,12 @@ impl<S: Store> Catalogue<S> {
             return Err(Error::PermissionDenied("root cannot be removed".into()));
         }
         let mut conn = self.conn(s).await?;
-        if conn.remove_user(name).await? { Ok(()) } else { Err(Error::NotFound(format!("user {name}"))) }
+        if !conn.remove_user(name).await? {
+            return Err(Error::NotFound(format!("user {name}")));
+        }
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     /// Root sets anyone's password; a user may set their own.
@@ -136,7 +254,12 @@ impl<S: Store> Catalogue<S> {
         }
         let hash = hash_password(password).await?;
         let mut conn = self.conn(s).await?;
-        if conn.set_password(name, &hash).await? { Ok(()) } else { Err(Error::NotFound(format!("user {name}"))) }
+        if !conn.set_password(name, &hash).await? {
+            return Err(Error::NotFound(format!("user {name}")));
+        }
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     pub async fn user_subject_add(&self, s: &mut Session<S>, name: &str, subject: &str) -> Result<()> {
@@ -145,7 +268,10 @@ impl<S: Store> Catalogue<S> {
         if conn.user(name).await?.is_none() {
             return Err(Error::NotFound(format!("user {name}")));
         }
-        conn.add_subject(name, subject).await
+        conn.add_subject(name, subject).await?;
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     pub async fn user_listcred(&self, s: &mut Session<S>, name: &str) -> Result<Vec<String>> {
@@ -169,13 +295,21 @@ impl<S: Store> Catalogue<S> {
         if conn.group_exists(group).await? {
             return Err(Error::Exists(format!("group {group}")));
         }
-        conn.create_group(group, &owner).await
+        conn.create_group(group, &owner).await?;
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     pub async fn grp_remove(&self, s: &mut Session<S>, group: &str) -> Result<()> {
         require_root(&s.principal)?;
         let mut conn = self.conn(s).await?;
-        if conn.remove_group(group).await? { Ok(()) } else { Err(Error::NotFound(format!("group {group}"))) }
+        if !conn.remove_group(group).await? {
+            return Err(Error::NotFound(format!("group {group}")));
+        }
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     pub async fn grp_adduser(&self, s: &mut Session<S>, group: &str, user: &str) -> Result<()> {
@@ -187,17 +321,21 @@ impl<S: Store> Catalogue<S> {
         if conn.user(user).await?.is_none() {
             return Err(Error::NotFound(format!("user {user}")));
         }
-        conn.add_member(group, user).await
+        conn.add_member(group, user).await?;
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     pub async fn grp_removeuser(&self, s: &mut Session<S>, group: &str, user: &str) -> Result<()> {
         require_root(&s.principal)?;
         let mut conn = self.conn(s).await?;
-        if conn.remove_member(group, user).await? {
-            Ok(())
-        } else {
-            Err(Error::NotFound(format!("{user} in group {group}")))
+        if !conn.remove_member(group, user).await? {
+            return Err(Error::NotFound(format!("{user} in group {group}")));
         }
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     /// `grp_member [user]`: the groups of a user (default: the caller).
@@ -220,7 +358,10 @@ impl<S: Store> Catalogue<S> {
         if !is_group && conn.user(principal).await?.is_none() {
             return Err(Error::NotFound(format!("user or group {principal}")));
         }
-        conn.set_acl(c.id, &AclEntry { principal: principal.to_string(), is_group, rights }).await
+        conn.set_acl(c.id, &AclEntry { principal: principal.to_string(), is_group, rights }).await?;
+        drop(conn);
+        self.auth_changed(s);
+        Ok(())
     }
 
     pub async fn acl_remove(&self, s: &mut Session<S>, target: &str, principal: &str) -> Result<()> {
@@ -234,6 +375,8 @@ impl<S: Store> Catalogue<S> {
         if conn.remove_acl(c.id, principal).await? == 0 {
             return Err(Error::NotFound(format!("ACL entry {principal} on {abs}")));
         }
+        drop(conn);
+        self.auth_changed(s);
         Ok(())
     }
 
@@ -305,5 +448,31 @@ impl<S: Store> Catalogue<S> {
         } else {
             Err(Error::NotASequence(format!("{dir}/{name}")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+
+    #[tokio::test]
+    async fn hashes_agree_with_argon2s_own_api() {
+        let ours = hash_password("s3cret pw").await.unwrap();
+        assert!(ours.starts_with("$argon2id$v=19$"), "{ours}");
+        let parsed = PasswordHash::new(&ours).unwrap();
+        assert!(Argon2::default().verify_password(b"s3cret pw", &parsed).is_ok());
+        assert!(verify_password("s3cret pw", &ours).await);
+        assert!(!verify_password("s3cret pX", &ours).await);
+        // A hash made by argon2's own hasher (as older servers stored them) still verifies.
+        let theirs = Argon2::default().hash_password(b"old pw").unwrap().to_string();
+        assert!(verify_password("old pw", &theirs).await);
+        assert!(!verify_password("old", &theirs).await);
+        // Other parameters and variants too.
+        let light = Argon2::new(Algorithm::Argon2i, Version::V0x10, Params::new(64, 1, 1, Some(16)).unwrap());
+        let h = light.hash_password(b"x").unwrap().to_string();
+        assert!(verify_password("x", &h).await);
+        assert!(!verify_password("x", "not a hash").await);
+        assert!(!verify_password("x", "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ").await);
     }
 }

@@ -13,6 +13,8 @@ mod namespace;
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::perm::{Guard, Mode, Principal};
@@ -39,17 +41,37 @@ impl Default for ServiceConfig {
     }
 }
 
+/// How long a live session trusts its group list when no user, group or ACL change went
+/// through this process (changes made by another process sharing the database).
+pub const AUTH_RECHECK: Duration = Duration::from_secs(10);
+
 /// One caller's state: identity, current directory and, inside `transaction`, the pinned
 /// connection that holds the open transaction.
 pub struct Session<S: Store> {
     pub principal: Principal,
     pub cwd: String,
     tx: Option<S::Conn>,
+    /// The catalogue's auth epoch when the principal's groups were last read (0: never), and
+    /// when that was. See [`Catalogue::refresh_if_changed`].
+    auth_epoch: u64,
+    auth_read: Option<Instant>,
+    /// The open transaction changed users, groups or ACLs: bump the epoch again at commit.
+    auth_dirty: bool,
 }
 
 impl<S: Store> Session<S> {
+    /// A session whose groups will be re-read before its first command
+    /// ([`Catalogue::refresh_if_changed`]).
     pub fn new(principal: Principal) -> Self {
-        Session { principal, cwd: "/".into(), tx: None }
+        Session { principal, cwd: "/".into(), tx: None, auth_epoch: 0, auth_read: None, auth_dirty: false }
+    }
+
+    /// Mark the principal's groups as read at `epoch` ([`Catalogue::auth_epoch`], taken before
+    /// they were read), so no refresh is needed until the next user, group or ACL change.
+    pub fn with_auth_epoch(mut self, epoch: u64) -> Self {
+        self.auth_epoch = epoch;
+        self.auth_read = Some(Instant::now());
+        self
     }
 
     pub fn in_transaction(&self) -> bool {
@@ -85,6 +107,9 @@ struct Inner<S> {
     config: ServiceConfig,
     /// HMAC key for cursor tokens; shared through the database so every process agrees.
     token_key: Vec<u8>,
+    /// Bumped by every user, group and ACL change made through this process, so live sessions
+    /// and credential caches know to re-read who is in which group. Starts at 1.
+    auth_epoch: AtomicU64,
 }
 
 /// A connection for one operation: the session's pinned transaction, or one from the pool.
@@ -149,7 +174,7 @@ impl<S: Store> Catalogue<S> {
         let token_key = (0..key_hex.len() / 2)
             .filter_map(|i| u8::from_str_radix(key_hex.get(2 * i..2 * i + 2)?, 16).ok())
             .collect();
-        Ok(Catalogue { inner: Arc::new(Inner { store, config, token_key }) })
+        Ok(Catalogue { inner: Arc::new(Inner { store, config, token_key, auth_epoch: AtomicU64::new(1) }) })
     }
 
     pub fn store(&self) -> &S {
@@ -158,6 +183,21 @@ impl<S: Store> Catalogue<S> {
 
     pub fn config(&self) -> &ServiceConfig {
         &self.inner.config
+    }
+
+    /// The current auth epoch (see [`Session::with_auth_epoch`]). Read it *before* reading a
+    /// principal's groups, so a change in between is not missed.
+    pub fn auth_epoch(&self) -> u64 {
+        self.inner.auth_epoch.load(Ordering::Acquire)
+    }
+
+    /// A user, group or ACL change succeeded in `s`: tell live sessions (now, and again at
+    /// commit when it happened inside a transaction, so that nobody re-reads too early).
+    pub(crate) fn auth_changed(&self, s: &mut Session<S>) {
+        self.inner.auth_epoch.fetch_add(1, Ordering::AcqRel);
+        if s.tx.is_some() {
+            s.auth_dirty = true;
+        }
     }
 
     pub(crate) async fn conn<'a>(&self, s: &'a mut Session<S>) -> Result<Held<'a, S::Conn>> {
@@ -181,11 +221,18 @@ impl<S: Store> Catalogue<S> {
 
     pub async fn commit(&self, s: &mut Session<S>) -> Result<()> {
         let mut c = s.tx.take().ok_or_else(|| Error::Transaction("no transaction in progress".into()))?;
-        c.commit().await
+        let r = c.commit().await;
+        if std::mem::take(&mut s.auth_dirty) {
+            self.inner.auth_epoch.fetch_add(1, Ordering::AcqRel);
+        }
+        r
     }
 
     pub async fn abort(&self, s: &mut Session<S>) -> Result<()> {
         let mut c = s.tx.take().ok_or_else(|| Error::Transaction("no transaction in progress".into()))?;
+        if std::mem::take(&mut s.auth_dirty) {
+            self.inner.auth_epoch.fetch_add(1, Ordering::AcqRel);
+        }
         c.rollback().await
     }
 

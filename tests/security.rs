@@ -1,0 +1,674 @@
+//! Security rules end to end against the real `ardacat-server` binary, on SQLite and
+//! PostgreSQL: TLS on the TCP port (`ssl` → `OK` → handshake → login inside TLS, `resumeSSL`),
+//! HTTPS on the HTTP port, login by client certificate (catalogue mapping and grid-mapfile),
+//! wrong passwords on both frontends, permissions inside queries (joins, update-by-query), and
+//! ACL, group and user changes seen by connections that were already logged in. Certificates
+//! are made per test with rcgen; the TLS client is tokio-rustls, no client library between.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use common::*;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+/// One test per backend for each scenario: `<scenario>::sqlite` and `<scenario>::postgres`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                Box::pin(super::$name(super::Backend::Sqlite)).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                Box::pin(super::$name(super::Backend::Postgres)).await
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    tls_tcp_and_certificates,
+    https_soap,
+    rust_client_over_tls,
+    permissions_inside_queries,
+    live_changes,
+    wrong_password
+);
+
+const ALICE_DN: &str = "/C=CH/O=Org/CN=Alice";
+const BOB_DN: &str = "/C=CH/O=Org/OU=Grid/CN=Bob Builder";
+const MALLORY_DN: &str = "/C=CH/O=Org/CN=Mallory";
+
+// ------------------------------------------------------------------------------------------
+// Certificates
+
+/// A test PKI on disk: a CA, the server's certificate, client certificates it signed, and one
+/// client certificate from a CA the server does not trust.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca_pem: String,
+    alice: (String, String),
+    bob: (String, String),
+    mallory: (String, String),
+    stranger: (String, String),
+}
+
+fn dn(parts: &[(DnType, &str)]) -> DistinguishedName {
+    let mut d = DistinguishedName::new();
+    for (t, v) in parts {
+        d.push(t.clone(), *v);
+    }
+    d
+}
+
+fn make_ca(cn: &str) -> (String, Issuer<'static, KeyPair>) {
+    let key = KeyPair::generate().expect("CA key");
+    let mut p = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    p.distinguished_name = dn(&[(DnType::OrganizationName, "Org"), (DnType::CommonName, cn)]);
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let cert = p.self_signed(&key).expect("CA certificate");
+    (cert.pem(), Issuer::new(p, key))
+}
+
+fn make_leaf(issuer: &Issuer<'_, KeyPair>, sans: &[&str], name: DistinguishedName, client: bool) -> (String, String) {
+    let key = KeyPair::generate().expect("key");
+    let mut p = CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).expect("params");
+    p.distinguished_name = name;
+    p.extended_key_usages =
+        vec![if client { ExtendedKeyUsagePurpose::ClientAuth } else { ExtendedKeyUsagePurpose::ServerAuth }];
+    let cert = p.signed_by(&key, issuer).expect("sign");
+    (cert.pem(), key.serialize_pem())
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (ca_pem, ca) = make_ca("Test CA");
+        let (other_pem, other) = make_ca("Other CA");
+        let _ = other_pem;
+        let server = make_leaf(&ca, &["localhost", "127.0.0.1"], dn(&[(DnType::CommonName, "localhost")]), false);
+        let person = |cn: &str, ou: Option<&str>, issuer: &Issuer<'_, KeyPair>| {
+            let mut parts = vec![(DnType::CountryName, "CH"), (DnType::OrganizationName, "Org")];
+            if let Some(ou) = ou {
+                parts.push((DnType::OrganizationalUnitName, ou));
+            }
+            parts.push((DnType::CommonName, cn));
+            make_leaf(issuer, &[], dn(&parts), true)
+        };
+        let pki = Pki {
+            ca_pem: ca_pem.clone(),
+            alice: person("Alice", None, &ca),
+            bob: person("Bob Builder", Some("Grid"), &ca),
+            mallory: person("Mallory", None, &ca),
+            stranger: person("Alice", None, &other),
+            dir,
+        };
+        std::fs::write(pki.path("ca.pem"), &ca_pem).expect("write");
+        std::fs::write(pki.path("alice.pem"), &pki.alice.0).expect("write");
+        std::fs::write(pki.path("alice.key"), &pki.alice.1).expect("write");
+        std::fs::write(pki.path("server.pem"), &server.0).expect("write");
+        std::fs::write(pki.path("server.key"), &server.1).expect("write");
+        std::fs::write(pki.path("grid-mapfile"), format!("# test\n\"{BOB_DN}\" bob,other\n")).expect("write");
+        pki
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Server flags for TLS with client certificates and the grid-mapfile.
+    fn flags(&self) -> Vec<String> {
+        let p = |n: &str| self.path(n).display().to_string();
+        vec![
+            "--tls-cert".into(),
+            p("server.pem"),
+            "--tls-key".into(),
+            p("server.key"),
+            "--tls-client-ca".into(),
+            p("ca.pem"),
+            "--grid-mapfile".into(),
+            p("grid-mapfile"),
+        ]
+    }
+
+    /// A rustls client trusting the test CA, optionally presenting a certificate.
+    fn client(&self, cert: Option<&(String, String)>, tls12_only: bool) -> TlsConnector {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from_pem_slice(self.ca_pem.as_bytes()).expect("ca")).expect("add ca");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let versions: &[&rustls::SupportedProtocolVersion] =
+            if tls12_only { &[&rustls::version::TLS12] } else { &[&rustls::version::TLS13, &rustls::version::TLS12] };
+        let b = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(versions)
+            .expect("versions")
+            .with_root_certificates(roots);
+        let mut cfg = match cert {
+            Some((c, k)) => {
+                let chain = vec![CertificateDer::from_pem_slice(c.as_bytes()).expect("cert")];
+                let key = PrivateKeyDer::from_pem_slice(k.as_bytes()).expect("key");
+                b.with_client_auth_cert(chain, key).expect("client cert")
+            }
+            None => b.with_no_client_auth(),
+        };
+        // Offered on both ports; the TCP port selects none, the HTTP port http/1.1.
+        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        TlsConnector::from(Arc::new(cfg))
+    }
+}
+
+async fn start(b: Backend, pki: &Pki) -> TestServer {
+    let flags = pki.flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    TestServer::start_flags(b, &flags).await
+}
+
+// ------------------------------------------------------------------------------------------
+// An AMGA connection over any stream (TLS here; `RawConn` covers plain TCP)
+
+struct Amga<S> {
+    s: S,
+    buf: Vec<u8>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Amga<S> {
+    async fn send(&mut self, b: &[u8]) {
+        self.s.write_all(b).await.expect("write");
+        self.s.flush().await.expect("flush");
+    }
+
+    async fn fill(&mut self) -> bool {
+        let mut chunk = vec![0u8; 65536];
+        match tokio::time::timeout(Duration::from_secs(30), self.s.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => false,
+            Ok(Ok(n)) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+            Err(_) => panic!("timed out; have {:?}", String::from_utf8_lossy(&self.buf)),
+        }
+    }
+
+    async fn reply(&mut self) -> Vec<u8> {
+        loop {
+            if let Some(end) = reply_end(&self.buf) {
+                let rest = self.buf.split_off(end);
+                return std::mem::replace(&mut self.buf, rest);
+            }
+            assert!(self.fill().await, "closed mid-reply: {:?}", String::from_utf8_lossy(&self.buf));
+        }
+    }
+
+    /// (status code, data lines) of one command.
+    async fn lines(&mut self, line: &str) -> (i32, Vec<String>) {
+        self.send(format!("{line}\n").as_bytes()).await;
+        let r = String::from_utf8(self.reply().await).expect("utf8");
+        let body = r.split('\x04').next().unwrap_or_default();
+        let mut it = body.split('\n');
+        let code = it.next().unwrap_or_default().split(' ').next().unwrap_or_default().parse().unwrap_or(-1);
+        let mut v: Vec<String> = it.map(String::from).collect();
+        v.pop();
+        (code, v)
+    }
+
+    async fn ok(&mut self, line: &str) -> Vec<String> {
+        let (code, v) = self.lines(line).await;
+        assert_eq!(code, 0, "{line}: {v:?}");
+        v
+    }
+
+    /// EOF within a few seconds (anything still buffered is discarded).
+    async fn closed(&mut self) -> bool {
+        let mut chunk = vec![0u8; 1024];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), self.s.read(&mut chunk)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// Greeting, the option block (`ssl\n\n` or `resumeSSL<id>\n\n` …), `OK`, then the TLS
+/// handshake on the same socket. Returns the greeting's option line too.
+async fn tls_connect(
+    addr: SocketAddr,
+    tls: &TlsConnector,
+    options: &str,
+) -> std::io::Result<(Amga<TlsStream<TcpStream>>, String)> {
+    let mut plain = RawConn::connect(addr).await;
+    let greeting = String::from_utf8(plain.read_lines(3).await).expect("greeting");
+    plain.send(options.as_bytes()).await;
+    assert_eq!(plain.read_lines(1).await, b"OK\n", "OK precedes the TLS handshake");
+    let stream = tls.connect(ServerName::try_from("localhost").expect("name"), plain.stream).await?;
+    let opts = greeting.lines().nth(2).unwrap_or_default().to_string();
+    Ok((Amga { s: stream, buf: Vec::new() }, opts))
+}
+
+/// TLS, then the login block (`0 <login>` / `5 <password>`), as the original client does.
+async fn tls_login(
+    addr: SocketAddr,
+    tls: &TlsConnector,
+    block: &str,
+    options: &str,
+) -> std::io::Result<Amga<TlsStream<TcpStream>>> {
+    let (mut c, _) = tls_connect(addr, tls, options).await?;
+    c.send(block.as_bytes()).await;
+    Ok(c)
+}
+
+// ------------------------------------------------------------------------------------------
+
+async fn tls_tcp_and_certificates(b: Backend) {
+    let pki = Pki::new();
+    let srv = start(b, &pki).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, "user_create alice apw").await;
+    ok(&mut root, "user_create bob bpw").await;
+    ok(&mut root, &format!("user_subject_add alice '{ALICE_DN}'")).await;
+    assert_eq!(ok(&mut root, "user_listcred alice").await, vec![ALICE_DN.to_string()]);
+    let anon = pki.client(None, false);
+
+    // ssl is offered; password login inside TLS.
+    let (mut c, opts) = tls_connect(srv.tcp, &anon, "ssl\n\n").await.expect("TLS");
+    assert!(opts.split(' ').any(|o| o == "ssl"), "{opts}");
+    assert!(matches!(
+        c.s.get_ref().1.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_3 | rustls::ProtocolVersion::TLSv1_2)
+    ));
+    c.send(format!("0 root\n5 {ROOT_PASSWORD}\n\n").as_bytes()).await;
+    assert_eq!(c.ok("whoami").await, vec!["root"]);
+    assert_eq!(c.ok("pwd").await, vec!["/"]);
+    // TLS 1.2 is accepted as well.
+    let tls12 = pki.client(None, true);
+    let mut c12 = tls_login(srv.tcp, &tls12, "0 alice\n5 apw\n\n", "ssl\n\n").await.expect("TLS 1.2");
+    assert_eq!(c12.s.get_ref().1.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_2));
+    assert_eq!(c12.ok("whoami").await, vec!["alice"]);
+    // Plain connections still work on the same port.
+    let mut p = srv.raw_as("alice", "apw").await;
+    assert_eq!(ok(&mut p, "whoami").await, vec!["alice"]);
+
+    // Wrong password inside TLS: the first command answers 4, then the server hangs up.
+    let mut bad = tls_login(srv.tcp, &anon, "0 alice\n5 nope\n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(bad.lines("whoami").await.0, 4);
+    assert!(bad.closed().await);
+
+    // Certificate login: mapped with user_subject_add; empty login line, or no login line at all.
+    let alice_tls = pki.client(Some(&pki.alice), false);
+    let mut a = tls_login(srv.tcp, &alice_tls, "0 \n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(a.ok("whoami").await, vec!["alice"]);
+    let mut a = tls_login(srv.tcp, &alice_tls, "\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(a.ok("whoami").await, vec!["alice"]);
+    // Login named and no password: the certificate must be that user's.
+    let mut a = tls_login(srv.tcp, &alice_tls, "0 alice\n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(a.ok("whoami").await, vec!["alice"]);
+    let mut a = tls_login(srv.tcp, &alice_tls, "0 bob\n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(a.lines("whoami").await.0, 4);
+    assert!(a.closed().await);
+    // A password still wins over the certificate.
+    let mut a = tls_login(srv.tcp, &alice_tls, "0 bob\n5 bpw\n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(a.ok("whoami").await, vec!["bob"]);
+    // grid-mapfile mapping (a DN with a space, quoted in the file).
+    let bob_tls = pki.client(Some(&pki.bob), false);
+    let mut bb = tls_login(srv.tcp, &bob_tls, "0 \n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(bb.ok("whoami").await, vec!["bob"]);
+    // A valid certificate that maps to nobody: 4 and close.
+    let mallory_tls = pki.client(Some(&pki.mallory), false);
+    let mut m = tls_login(srv.tcp, &mallory_tls, "0 \n\n", "ssl\n\n").await.expect("TLS");
+    let (code, _) = m.lines("whoami").await;
+    assert_eq!(code, 4);
+    assert!(m.closed().await);
+    // Once root maps its subject (OpenSSL one-line form), the same certificate logs in.
+    ok(&mut root, &format!("user_subject_add bob '{MALLORY_DN}'")).await;
+    let mut m = tls_login(srv.tcp, &mallory_tls, "0 \n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(m.ok("whoami").await, vec!["bob"]);
+    assert_eq!(m.s.get_ref().1.alpn_protocol(), None, "no ALPN on the AMGA port");
+    // No certificate and no login: 4 and close.
+    let mut n = tls_login(srv.tcp, &anon, "0 \n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(n.lines("whoami").await.0, 4);
+    assert!(n.closed().await);
+    // A certificate from a CA the server does not trust: the handshake fails (or the server
+    // closes right after it, under TLS 1.3's late client-certificate check).
+    let stranger_tls = pki.client(Some(&pki.stranger), false);
+    match tls_login(srv.tcp, &stranger_tls, "0 \n\n", "ssl\n\n").await {
+        Err(_) => {}
+        Ok(mut s) => {
+            s.s.write_all(b"whoami\n").await.ok();
+            let mut buf = vec![0u8; 256];
+            let r = tokio::time::timeout(Duration::from_secs(10), s.s.read(&mut buf)).await.expect("answer");
+            assert!(matches!(r, Ok(0) | Err(_)), "untrusted client certificate accepted: {r:?}");
+        }
+    }
+    // A plain client that talks TLS at once (no OK awaited) does not upset anyone.
+    let mut rude = RawConn::connect(srv.tcp).await;
+    rude.read_lines(3).await;
+    rude.send(b"ssl\n\n\x16\x03\x01\x00\x05hello").await;
+    assert!(rude.closed().await);
+
+    // resumeSSL<id>: OK, TLS again, no login block; the session (user, cwd) comes back.
+    let mut s = tls_login(srv.tcp, &anon, "0 alice\n5 apw\n\n", "ssl\nsession\n\n").await.expect("TLS");
+    ok_tls(&mut s, "cd /").await;
+    s.send(b"pwd\n").await;
+    let r = s.reply().await;
+    let id = session_of(&r).expect("a session token over TLS");
+    drop(s);
+    let (mut r2, _) = tls_connect(srv.tcp, &anon, &format!("resumeSSL{id}\n\n")).await.expect("TLS resume");
+    assert_eq!(r2.ok("whoami").await, vec!["alice"]);
+    // An unknown session: the first command is refused.
+    let (mut r3, _) = tls_connect(srv.tcp, &anon, "resumeSSL12345\n\n").await.expect("TLS resume");
+    assert_eq!(r3.lines("whoami").await.0, 4);
+
+    // A client stuck half-way through its TLS handshake does not hold anyone else up.
+    let mut stuck = RawConn::connect(srv.tcp).await;
+    stuck.read_lines(3).await;
+    stuck.send(b"ssl\n\n").await;
+    assert_eq!(stuck.read_lines(1).await, b"OK\n");
+    let mut other = tls_login(srv.tcp, &anon, "0 alice\n5 apw\n\n", "ssl\n\n").await.expect("TLS");
+    assert_eq!(other.ok("whoami").await, vec!["alice"]);
+    assert_eq!(ok(&mut root, "whoami").await, vec!["root"]);
+    drop(stuck);
+}
+
+async fn ok_tls<S: AsyncRead + AsyncWrite + Unpin>(c: &mut Amga<S>, line: &str) {
+    c.ok(line).await;
+}
+
+/// The Rust client library (`ClientConfig::tls`): password and certificate logins, session resume.
+async fn rust_client_over_tls(b: Backend) {
+    use ardacat_client::{Client, ClientConfig, TlsClientConfig};
+    let pki = Pki::new();
+    let srv = start(b, &pki).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, "user_create alice apw").await;
+    ok(&mut root, &format!("user_subject_add alice '{ALICE_DN}'")).await;
+    let tls = TlsClientConfig { ca: pki.path("ca.pem"), cert: None, key: None };
+    let config = ClientConfig {
+        host: "localhost".into(),
+        port: srv.tcp.port(),
+        login: "root".into(),
+        password: Some(ROOT_PASSWORD.into()),
+        session: true,
+        tls: Some(tls.clone()),
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(config.clone()).await.expect("TLS connect");
+    assert_eq!(c.whoami().await.expect("whoami"), "root");
+    c.cd("/").await.expect("cd");
+    assert_eq!(c.pwd().await.expect("pwd"), "/");
+    // resumeSSL<id> with the session the server announced.
+    assert!(c.session_id().is_some(), "a session id over TLS");
+    c.reconnect_resume().await.expect("resume over TLS");
+    assert_eq!(c.whoami().await.expect("whoami after resume"), "root");
+    // Certificate login: empty login, alice's certificate.
+    let cert = TlsClientConfig { cert: Some(pki.path("alice.pem")), key: Some(pki.path("alice.key")), ..tls };
+    let by_cert = ClientConfig { login: String::new(), password: None, tls: Some(cert), ..config.clone() };
+    let mut a = Client::connect(by_cert).await.expect("TLS connect with a certificate");
+    assert_eq!(a.whoami().await.expect("whoami"), "alice");
+    // A server name the certificate does not carry is refused by the client.
+    let wrong = ClientConfig { host: "127.0.0.2".into(), ..config };
+    assert!(Client::connect(wrong).await.is_err(), "certificate name mismatch accepted");
+}
+
+// ------------------------------------------------------------------------------------------
+// HTTPS
+
+const ENV11: &str = "http://schemas.xmlsoap.org/soap/envelope/";
+const NS: &str = "urn:ardacat:metadata:1";
+
+fn envelope(op: &str, inner: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<soap:Envelope xmlns:soap=\"{ENV11}\"><soap:Body><m:{op} xmlns:m=\"{NS}\">{inner}</m:{op}></soap:Body></soap:Envelope>"
+    )
+}
+
+fn basic(user: &str, pw: &str) -> String {
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pw}")))
+}
+
+/// One HTTP/1.1 request (`Connection: close`) over any stream; returns (status, body).
+async fn http_on<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    s.write_all(req.as_bytes()).await.expect("write");
+    s.write_all(body).await.expect("write");
+    s.flush().await.expect("flush");
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut raw)).await.expect("response in time");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        let mut out = String::new();
+        let mut r = rest;
+        while let Some((size, tail)) = r.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 || tail.len() < n {
+                break;
+            }
+            out.push_str(&tail[..n]);
+            r = tail[n..].strip_prefix("\r\n").unwrap_or(&tail[n..]);
+        }
+        out
+    } else {
+        rest.to_string()
+    };
+    (status, body)
+}
+
+async fn https(
+    addr: SocketAddr,
+    tls: &TlsConnector,
+    headers: &[(&str, &str)],
+    op: &str,
+    inner: &str,
+) -> std::io::Result<(u16, String)> {
+    let tcp = TcpStream::connect(addr).await?;
+    let s = tls.connect(ServerName::try_from("localhost").expect("name"), tcp).await?;
+    assert_eq!(s.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let mut h = vec![("Content-Type", "text/xml; charset=utf-8")];
+    h.extend_from_slice(headers);
+    Ok(http_on(s, "POST", "/soap", &h, envelope(op, inner).as_bytes()).await)
+}
+
+async fn https_soap(b: Backend) {
+    let pki = Pki::new();
+    let srv = start(b, &pki).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, "user_create alice apw").await;
+    ok(&mut root, &format!("user_subject_add alice '{ALICE_DN}'")).await;
+    let anon = pki.client(None, false);
+
+    // Basic auth over HTTPS.
+    let auth = basic("root", ROOT_PASSWORD);
+    let (status, body) = https(srv.http, &anon, &[("Authorization", &auth)], "getVersion", "").await.expect("https");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("ardacat"), "{body}");
+    // The WSDL names the https address.
+    let tcp = TcpStream::connect(srv.http).await.expect("connect");
+    let s = anon.connect(ServerName::try_from("localhost").expect("name"), tcp).await.expect("tls");
+    let (status, wsdl) = http_on(s, "GET", "/soap?wsdl", &[], b"").await;
+    assert_eq!(status, 200);
+    assert!(wsdl.contains("location=\"https://localhost/soap\""), "{wsdl}");
+    // Wrong password: 401.
+    let bad = basic("alice", "nope");
+    let (status, _) = https(srv.http, &anon, &[("Authorization", &bad)], "ping", "").await.expect("https");
+    assert_eq!(status, 401);
+    // No credentials, no certificate: 401.
+    let (status, _) = https(srv.http, &anon, &[], "ping", "").await.expect("https");
+    assert_eq!(status, 401);
+    // A client certificate that maps to alice, no Authorization header: alice.
+    let alice_tls = pki.client(Some(&pki.alice), false);
+    let (status, body) = https(srv.http, &alice_tls, &[], "listSchemas", "").await.expect("https");
+    assert_eq!(status, 200, "{body}");
+    // An unmapped certificate: 401.
+    let mallory_tls = pki.client(Some(&pki.mallory), false);
+    let (status, _) = https(srv.http, &mallory_tls, &[], "ping", "").await.expect("https");
+    assert_eq!(status, 401);
+    // Plain HTTP on the HTTPS port gets no HTTP answer.
+    let plain = TcpStream::connect(srv.http).await.expect("connect");
+    let (status, _) = http_on(plain, "GET", "/soap?wsdl", &[], b"").await;
+    assert_eq!(status, 0, "plain HTTP must not be served when TLS is configured");
+    // A client that never finishes its handshake holds nobody up.
+    let _stuck = TcpStream::connect(srv.http).await.expect("connect");
+    let (status, _) = https(srv.http, &anon, &[("Authorization", &auth)], "ping", "").await.expect("https");
+    assert_eq!(status, 200);
+}
+
+// ------------------------------------------------------------------------------------------
+// Permissions inside queries
+
+async fn setup_collections(root: &mut RawConn) {
+    for d in ["/pub", "/priv", "/ro", "/grp", "/mine"] {
+        ok(root, &format!("createdir {d}")).await;
+        ok(root, &format!("addattr {d} x int")).await;
+        ok(root, &format!("addentry {d}/e1 x 1")).await;
+    }
+    ok(root, "chmod /priv rwx------").await;
+    ok(root, "user_create alice apw").await;
+    ok(root, "user_create bob bpw").await;
+    ok(root, "grp_create team").await;
+    ok(root, "chown /grp root:team").await;
+    ok(root, "chmod /grp rwxrwx---").await;
+    ok(root, "chown /mine alice").await;
+}
+
+async fn permissions_inside_queries(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let mut root = srv.raw().await;
+    setup_collections(&mut root).await;
+    let mut alice = srv.raw_as("alice", "apw").await;
+
+    // Reads: a readable collection alone is fine; joining or filtering on an unreadable one is 4.
+    assert_eq!(ok(&mut alice, "selectattr /pub:x ''").await, vec!["1"]);
+    fails(&mut alice, "selectattr /pub:x /priv:x ''", 4).await;
+    fails(&mut alice, "selectattr /pub:x '/priv:x = 1'", 4).await;
+    fails(&mut alice, "selectattr /pub:x '/pub:x = /priv:x'", 4).await;
+    fails(&mut alice, "find /pub '/priv:x = 1'", 4).await;
+    fails(&mut alice, "getattr /priv/e1 x", 4).await;
+
+    // Writes by query: no w on the target → 4, and nothing changed.
+    fails(&mut alice, "updateattr /ro x 5 'x = 1'", 4).await;
+    assert_eq!(ok(&mut root, "selectattr /ro:x ''").await, vec!["1"]);
+    // Writable target, but the condition reads an unreadable collection → 4, nothing changed.
+    fails(&mut alice, "updateattr /mine x 5 '/priv:x = 1'", 4).await;
+    fails(&mut alice, "updateattr /mine x /priv:x ''", 4).await;
+    assert_eq!(ok(&mut root, "selectattr /mine:x ''").await, vec!["1"]);
+    // Writable target and readable condition: done.
+    ok(&mut alice, "updateattr /mine x 7 '/pub:x = 1'").await;
+    assert_eq!(ok(&mut root, "selectattr /mine:x ''").await, vec!["7"]);
+    // Deletes by query follow the same rule.
+    fails(&mut alice, "rm /ro/* 'x = 1'", 4).await;
+    fails(&mut alice, "rm /mine/* '/priv:x = 1'", 4).await;
+    assert_eq!(ok(&mut root, "selectattr /ro:x ''").await, vec!["1"]);
+}
+
+async fn live_changes(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let mut root = srv.raw().await;
+    setup_collections(&mut root).await;
+    // Both logged in before any grant.
+    let mut alice = srv.raw_as("alice", "apw").await;
+    let mut bob = srv.raw_as("bob", "bpw").await;
+    assert_eq!(ok(&mut bob, "whoami").await, vec!["bob"]);
+
+    // An ACL grant applies to the live connection at once, and so does its removal.
+    fails(&mut alice, "selectattr /pub:x /priv:x ''", 4).await;
+    ok(&mut root, "acl_add /priv alice r-x").await;
+    assert_eq!(ok(&mut alice, "selectattr /pub:x /priv:x ''").await, vec!["1", "1"]);
+    fails(&mut alice, "addentry /priv/mine x 2", 4).await;
+    ok(&mut root, "acl_remove /priv alice").await;
+    fails(&mut alice, "selectattr /priv:x ''", 4).await;
+
+    // Group membership: added → readable at once; removed → denied at once.
+    fails(&mut alice, "selectattr /grp:x ''", 4).await;
+    ok(&mut root, "grp_adduser team alice").await;
+    assert_eq!(ok(&mut alice, "selectattr /grp:x ''").await, vec!["1"]);
+    ok(&mut alice, "addentry /grp/byalice x 3").await;
+    ok(&mut root, "grp_removeuser team alice").await;
+    fails(&mut alice, "selectattr /grp:x ''", 4).await;
+    // Group ACL entries too.
+    ok(&mut root, "acl_add /priv team r--").await;
+    fails(&mut alice, "selectattr /priv:x ''", 4).await;
+    ok(&mut root, "grp_adduser team alice").await;
+    assert_eq!(ok(&mut alice, "selectattr /priv:x ''").await, vec!["1"]);
+    ok(&mut root, "grp_removeuser team alice").await;
+
+    // Inside root's transaction the change is not visible until commit, then at once.
+    ok(&mut root, "transaction").await;
+    ok(&mut root, "grp_adduser team alice").await;
+    fails(&mut alice, "selectattr /grp:x ''", 4).await;
+    ok(&mut root, "commit").await;
+    assert_eq!(ok(&mut alice, "selectattr /grp:x '' ").await.len(), 2);
+
+    // A user removed while connected is refused from the next command on.
+    ok(&mut root, "user_remove bob").await;
+    fails(&mut bob, "whoami", 4).await;
+    fails(&mut bob, "selectattr /pub:x ''", 4).await;
+    // Others are unaffected.
+    assert_eq!(ok(&mut alice, "whoami").await, vec!["alice"]);
+
+    // A password change does not cut a live session, but the old password stops working.
+    ok(&mut root, "user_passwd alice newpw").await;
+    assert_eq!(ok(&mut alice, "whoami").await, vec!["alice"]);
+    let mut old = srv.raw_as("alice", "apw").await;
+    fails(&mut old, "whoami", 4).await;
+    let mut new = srv.raw_as("alice", "newpw").await;
+    assert_eq!(ok(&mut new, "whoami").await, vec!["alice"]);
+}
+
+// ------------------------------------------------------------------------------------------
+
+async fn http_plain(addr: SocketAddr, headers: &[(&str, &str)], op: &str) -> (u16, String) {
+    let s = TcpStream::connect(addr).await.expect("connect");
+    let mut h = vec![("Content-Type", "text/xml; charset=utf-8")];
+    h.extend_from_slice(headers);
+    http_on(s, "POST", "/soap", &h, envelope(op, "").as_bytes()).await
+}
+
+async fn wrong_password(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, "user_create alice apw").await;
+    // TCP: the first command answers 4, then the connection closes; nothing else is run.
+    let mut c = srv.raw_as("alice", "wrong").await;
+    c.send(b"createdir /hacked\n").await;
+    let r = String::from_utf8(c.reply().await).expect("utf8");
+    assert!(r.starts_with("4 "), "{r:?}");
+    assert!(c.closed().await);
+    fails(&mut root, "stat /hacked", 1).await;
+    let mut c = srv.raw_as("nosuchuser", "x").await;
+    fails(&mut c, "pwd", 4).await;
+    assert!(c.closed().await);
+    // SOAP: 401 with a Basic challenge; the right password works.
+    let (status, _) = http_plain(srv.http, &[("Authorization", &basic("alice", "wrong"))], "ping").await;
+    assert_eq!(status, 401);
+    let (status, body) = http_plain(srv.http, &[("Authorization", &basic("alice", "apw"))], "ping").await;
+    assert_eq!(status, 200, "{body}");
+    // Another client is not disturbed by the failures.
+    assert_eq!(ok(&mut root, "whoami").await, vec!["root"]);
+}
