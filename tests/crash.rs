@@ -1,10 +1,34 @@
-//! Crash safety with real processes: `kill -9` during an upload, an open transaction and a
-//! bulk insert loses all of them; `kill -9` right after a commit was acknowledged loses nothing.
+//! Crash safety with real processes: `kill -9` during an upload, an open transaction, a bulk
+//! insert and a SOAP `createEntry` loses all of them; `kill -9` right after a commit was acknowledged loses nothing.
 //! The database must open cleanly after every kill. Repeated in a loop on both backends.
 
 mod common;
 
 use common::{Backend, RawConn, TestDb, TestServer, ok};
+use tokio::io::AsyncWriteExt;
+
+/// A SOAP `createEntry` of 3000 entries (one transaction on the server).
+fn create_entry_request(round: usize) -> String {
+    use base64::Engine;
+    let entries: String = (0..3000)
+        .map(|i| {
+            format!(
+                "<m:entry><m:name>soap{round}_{i}</m:name><m:attribute><m:name>n</m:name><m:value>{i}</m:value></m:attribute></m:entry>"
+            )
+        })
+        .collect();
+    let body = format!(
+        "<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>\
+         <m:createEntry xmlns:m=\"urn:ardacat:metadata:1\"><m:schemaName>/c</m:schemaName>{entries}</m:createEntry>\
+         </s:Body></s:Envelope>"
+    );
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("root:{}", common::ROOT_PASSWORD));
+    format!(
+        "POST /soap HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nAuthorization: Basic {auth}\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
 
 async fn crash_loop(backend: Backend, rounds: usize) {
     let mut db = TestDb::new(backend).await;
@@ -40,6 +64,9 @@ async fn crash_loop(backend: Backend, rounds: usize) {
         let mut bulk = RawConn::login(server.tcp, "root", Some(common::ROOT_PASSWORD)).await;
         let names: Vec<String> = (0..2000).map(|i| format!("/c/bulk{round}_{i}")).collect();
         bulk.send(format!("addentries {}\n", names.join(" ")).as_bytes()).await;
+        // A bulk SOAP createEntry in flight (its reply is never awaited).
+        let mut soap = tokio::net::TcpStream::connect(server.http).await.unwrap();
+        soap.write_all(create_entry_request(round).as_bytes()).await.unwrap();
         // Let the server get into the middle of it: the upload writes its first chunks.
         tokio::time::sleep(std::time::Duration::from_millis(300 + 100 * round as u64)).await;
         db = server.kill();

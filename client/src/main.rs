@@ -104,7 +104,7 @@ enum Sub {
         /// Seconds to run.
         #[arg(long, default_value_t = 10.0)]
         duration: f64,
-        /// tcp | soap (SOAP supports ping and get; --port is then the HTTP port, default 8823).
+        /// tcp | soap (SOAP supports ping, get and bulkget; --port is then the HTTP port, default 8823).
         #[arg(long, default_value = "tcp")]
         protocol: Protocol,
         /// Print one JSON object instead of text.

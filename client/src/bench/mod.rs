@@ -37,7 +37,7 @@ pub enum Scenario {
     Get,
     /// `addentry /bench_add/<unique> a0 v0 … a59 v59`.
     Add,
-    /// `getattr /bench1k a0..a59`: 1000 entries per operation.
+    /// `getattr /bench1k a0..a59`: 1000 entries per operation (SOAP: `getAttributes` of `/bench1k`).
     Bulkget,
     /// `selectattr /bench:FILE /bench:a0 '/bench:a0 > X and /bench:a1 < Y'`.
     Query,
@@ -369,6 +369,7 @@ async fn operation(conn: &mut Conn, plan: &Plan, rng: &mut StdRng, seq: u64, tas
                 let entry = format!("{BENCH_DIR}/e{}", rng.random_range(0..plan.entries));
                 soap.get_attributes(&entry, &plan.attrs).await.map(|_| 1)
             }
+            Scenario::Bulkget => soap.get_entries(BENCH_1K_DIR, &plan.attrs).await,
             other => Err(ClientError::InvalidArgument(format!("scenario {other} is not available over SOAP"))),
         },
     }
@@ -418,7 +419,7 @@ async fn task_loop(
 /// Runs the scenario: connects all clients first, then starts them together.
 pub async fn run(opts: &BenchOptions) -> Result<BenchReport> {
     let connections = opts.connections.max(1);
-    if opts.protocol == Protocol::Soap && !matches!(opts.scenario, Scenario::Ping | Scenario::Get) {
+    if opts.protocol == Protocol::Soap && !matches!(opts.scenario, Scenario::Ping | Scenario::Get | Scenario::Bulkget) {
         return Err(ClientError::InvalidArgument(format!("scenario {} is not available over SOAP", opts.scenario)));
     }
     let attrs = attr_names();

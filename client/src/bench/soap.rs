@@ -1,6 +1,7 @@
 //! A deliberately tiny SOAP 1.1 client for the load generator: one HTTP/1.1 keep-alive connection
 //! over a raw tokio `TcpStream`, Basic auth, `Content-Length` or chunked responses. It builds only
-//! the `ping` and `getAttributes` requests; it must not grow into a general HTTP or XML library.
+//! the `ping` and `getAttributes` requests (one entry for `get`, a whole collection for `bulkget`);
+//! it must not grow into a general HTTP or XML library.
 
 use std::borrow::Cow;
 
@@ -60,14 +61,13 @@ impl SoapClient {
 
     /// `getAttributes` of one entry; returns the response body size in bytes.
     pub async fn get_attributes<S: AsRef<str>>(&mut self, entry: &str, attrs: &[S]) -> Result<usize> {
-        let mut body = format!("<getAttributes xmlns=\"{NAMESPACE}\"><entryName>{}</entryName>", xml_escape(entry));
-        for a in attrs {
-            body.push_str("<attributeName>");
-            body.push_str(&xml_escape(a.as_ref()));
-            body.push_str("</attributeName>");
-        }
-        body.push_str("</getAttributes>");
-        self.call("getAttributes", &body).await.map(|b| b.len())
+        self.call("getAttributes", &get_attributes_body(entry, attrs)).await.map(|b| b.len())
+    }
+
+    /// `getAttributes` of every entry a collection path (or pattern) designates; returns the
+    /// number of `<entry>` elements in the response.
+    pub async fn get_entries<S: AsRef<str>>(&mut self, pattern: &str, attrs: &[S]) -> Result<u64> {
+        self.call("getAttributes", &get_attributes_body(pattern, attrs)).await.map(|b| count_closing(&b, "entry"))
     }
 
     /// Posts one envelope; a SOAP fault or a non-2xx status is an error. A reused connection that
@@ -204,6 +204,36 @@ pub async fn read_response(r: &mut BufReader<TcpStream>) -> Result<Response> {
     Ok(Response { status, body, close })
 }
 
+/// The body element of a `getAttributes` request.
+fn get_attributes_body<S: AsRef<str>>(entry: &str, attrs: &[S]) -> String {
+    let mut body = format!("<getAttributes xmlns=\"{NAMESPACE}\"><entryName>{}</entryName>", xml_escape(entry));
+    for a in attrs {
+        body.push_str("<attributeName>");
+        body.push_str(&xml_escape(a.as_ref()));
+        body.push_str("</attributeName>");
+    }
+    body.push_str("</getAttributes>");
+    body
+}
+
+/// How many elements named `local` (with or without a namespace prefix) close in `xml`.
+pub fn count_closing(xml: &[u8], local: &str) -> u64 {
+    let local = local.as_bytes();
+    let mut count = 0;
+    let mut rest = xml;
+    while let Some(at) = rest.windows(2).position(|w| w == b"</") {
+        let tag = &rest[at + 2..];
+        let end = tag.iter().position(|&b| b == b'>').unwrap_or(tag.len());
+        let name = &tag[..end];
+        let name = name.iter().rposition(|&b| b == b':').map_or(name, |colon| &name[colon + 1..]);
+        if name == local {
+            count += 1;
+        }
+        rest = &tag[end..];
+    }
+    count
+}
+
 /// A SOAP 1.1 envelope around one body element.
 pub fn envelope(body: &str) -> String {
     format!(
@@ -267,6 +297,15 @@ mod tests {
         assert_eq!(fault_string(body).as_deref(), Some("no such entry"));
         assert_eq!(fault_string("<ok/>"), None);
         assert_eq!(xml_escape("/a<b>&c"), "/a&lt;b&gt;&amp;c");
+    }
+
+    #[test]
+    fn closing_tags_are_counted_with_any_prefix() {
+        let xml = b"<r><entry><name>a</name></entry><ns:entry><name>b</name></ns:entry><entryName/></r>";
+        assert_eq!(count_closing(xml, "entry"), 2);
+        assert_eq!(count_closing(xml, "name"), 2);
+        assert_eq!(count_closing(b"", "entry"), 0);
+        assert_eq!(count_closing(b"</entry", "entry"), 1);
     }
 
     #[tokio::test]
