@@ -5,6 +5,7 @@
 //! body and nesting limits. Each check also runs a second client during the violation and
 //! requires it to be served normally. (Line length: `tcp_protocol` `error_codes`/`bad_input`.)
 
+#[macro_use]
 mod common;
 
 use std::net::SocketAddr;
@@ -14,21 +15,6 @@ use base64::Engine;
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                Box::pin(super::$name(super::Backend::Sqlite)).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                Box::pin(super::$name(super::Backend::Postgres)).await
-            }
-        }
-    )*};
-}
 
 on_both_backends!(query_time_limit, write_stall);
 

@@ -5,6 +5,7 @@
 //! ACL, group and user changes seen by connections that were already logged in. Certificates
 //! are made per test with rcgen; the TLS client is tokio-rustls, no client library between.
 
+#[macro_use]
 mod common;
 
 use std::net::SocketAddr;
@@ -24,22 +25,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
-
-/// One test per backend for each scenario: `<scenario>::sqlite` and `<scenario>::postgres`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                Box::pin(super::$name(super::Backend::Sqlite)).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                Box::pin(super::$name(super::Backend::Postgres)).await
-            }
-        }
-    )*};
-}
 
 on_both_backends!(
     tls_tcp_and_certificates,

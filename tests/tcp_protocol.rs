@@ -3,6 +3,7 @@
 //! transactions, session resume, CAN cancel of huge streams with bounded memory, hostile input
 //! and injection attempts. Each scenario is one `async fn` run once per backend.
 
+#[macro_use]
 mod common;
 
 use std::io::Write as _;
@@ -11,23 +12,6 @@ use std::time::{Duration, Instant};
 use common::{Backend, RawConn, RssMonitor, TestServer, proc_status_kb, session_of};
 use rand::{RngCore, SeedableRng};
 use tokio::io::AsyncWriteExt;
-
-/// One test per backend for each scenario: `<scenario>::sqlite` and `<scenario>::postgres`.
-/// The scenario futures are boxed: unoptimized, they are too big for a test thread's stack.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                Box::pin(super::$name(super::Backend::Sqlite)).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                Box::pin(super::$name(super::Backend::Postgres)).await
-            }
-        }
-    )*};
-}
 
 on_both_backends!(
     handshake,

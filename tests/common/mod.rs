@@ -12,6 +12,24 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// One test per backend for each scenario: `<scenario>::sqlite` and `<scenario>::postgres`.
+/// The scenario futures are boxed: unoptimized, they are too big for a test thread's stack.
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                Box::pin(super::$name(super::Backend::Sqlite)).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                Box::pin(super::$name(super::Backend::Postgres)).await
+            }
+        }
+    )*};
+}
+
 pub const ROOT_PASSWORD: &str = "test-root-secret";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
