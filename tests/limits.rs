@@ -1,9 +1,9 @@
 //! Every configurable limit, exceeded on purpose against the real server binary: the query time
-//! limit (SQLite and PostgreSQL, TCP and SOAP), the write-stall guard (a client that stops
+//! limit (TCP and SOAP), the write-stall guard (a client that stops
 //! reading its reply is cut off and its slot frees), the handshake and idle timeouts, the
 //! connection limit, arguments per line, upload size, the failed-login rate limit, and the SOAP
 //! body and nesting limits. Each check also runs a second client during the violation and
-//! requires it to be served normally. (Line length: `tcp_protocol` `error_codes`/`bad_input`.)
+//! requires it to be served normally. Every check runs on SQLite and PostgreSQL. (Line length: `tcp_protocol` `error_codes`/`bad_input`.)
 
 #[macro_use]
 mod common;
@@ -16,7 +16,14 @@ use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-on_both_backends!(query_time_limit, write_stall);
+on_both_backends!(
+    query_time_limit,
+    write_stall,
+    handshake_and_idle_timeouts,
+    connection_limit,
+    argument_upload_and_login_limits,
+    soap_body_and_depth_limits,
+);
 
 fn config_file(dir: &tempfile::TempDir, text: &str) -> String {
     let p = dir.path().join("ardacat.toml");
@@ -182,9 +189,8 @@ async fn write_stall(b: Backend) {
     assert_eq!(ok(&mut c3, "whoami").await, vec!["root"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn handshake_and_idle_timeouts() {
-    let (srv, _dir) = with_config(Backend::Sqlite, "handshake_timeout_secs = 1\nidle_timeout_secs = 2\n", &[]).await;
+async fn handshake_and_idle_timeouts(b: Backend) {
+    let (srv, _dir) = with_config(b, "handshake_timeout_secs = 1\nidle_timeout_secs = 2\n", &[]).await;
     let mut busy = srv.raw().await;
     // Connected, greeted, silent: cut off after the handshake time.
     let mut silent = RawConn::connect(srv.tcp).await;
@@ -213,9 +219,8 @@ async fn handshake_and_idle_timeouts() {
     assert_eq!(ok(&mut busy, "whoami").await, vec!["root"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connection_limit() {
-    let srv = TestServer::start_flags(Backend::Sqlite, &["--max-connections", "2"]).await;
+async fn connection_limit(b: Backend) {
+    let srv = TestServer::start_flags(b, &["--max-connections", "2"]).await;
     let mut a = srv.raw().await;
     let mut b = srv.raw().await;
     assert_eq!(ok(&mut a, "whoami").await, vec!["root"]);
@@ -231,10 +236,9 @@ async fn connection_limit() {
     assert_eq!(ok(&mut c, "whoami").await, vec!["root"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn argument_upload_and_login_limits() {
+async fn argument_upload_and_login_limits(b: Backend) {
     let (srv, _dir) = with_config(
-        Backend::Sqlite,
+        b,
         "max_args = 12\nmax_upload_entries = 3\nmax_failed_logins_per_minute = 2\n",
         &["--max-line", "4096"],
     )
@@ -283,11 +287,9 @@ async fn argument_upload_and_login_limits() {
     assert_eq!(ok(&mut other, "whoami").await, vec!["root"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn soap_body_and_depth_limits() {
+async fn soap_body_and_depth_limits(b: Backend) {
     let (srv, _dir) =
-        with_config(Backend::Sqlite, "soap_max_body_bytes = 20000\nsoap_max_depth = 16\nsoap_max_elements = 50\n", &[])
-            .await;
+        with_config(b, "soap_max_body_bytes = 20000\nsoap_max_depth = 16\nsoap_max_elements = 50\n", &[]).await;
     let mut tcp = srv.raw().await;
     // Body over the limit: 413.
     let big = format!("<m:x>{}</m:x>", "a".repeat(30_000));
