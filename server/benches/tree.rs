@@ -23,7 +23,8 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let mut pg = None;
     let url = if backend == "postgres" {
-        let admin = std::env::var("ARDACAT_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        let admin =
+            std::env::var("ARDACAT_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
         let name = format!("ardacat_tree_{}", std::process::id());
         let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.expect("PostgreSQL");
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut c).await.unwrap();
@@ -67,7 +68,9 @@ async fn main() {
         cat.rmdir(&mut se, &leaf).await.unwrap();
         remove.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    println!("| backend | collections | build collections/s | cd p50/p95 ms | dir of 1,000 children p50/p95 ms | createdir p50/p95 ms | rmdir p50/p95 ms |");
+    println!(
+        "| backend | collections | build collections/s | cd p50/p95 ms | dir of 1,000 children p50/p95 ms | createdir p50/p95 ms | rmdir p50/p95 ms |"
+    );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     println!(
         "| {backend} | {n} | {:.0} | {:.3} / {:.3} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} |",
