@@ -5,6 +5,8 @@
 //! PostgreSQL: ARDACAT_BENCH_PG (default postgres://postgres@127.0.0.1:5432/postgres); a scratch
 //! database is created and dropped.
 
+mod common;
+
 use std::time::Instant;
 
 use ardacat_core::service::SelectSpec;
@@ -141,20 +143,8 @@ async fn main() {
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for backend in &a.backends {
-        let dir = tempfile::tempdir().unwrap();
-        let mut pg_db = None;
-        let url = match *backend {
-            "sqlite" => format!("sqlite:{}", dir.path().join("bench.db").display()),
-            _ => {
-                let admin = std::env::var("ARDACAT_BENCH_PG")
-                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-                let name = format!("ardacat_bench_{}", std::process::id());
-                let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.expect("PostgreSQL");
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut c).await.unwrap();
-                pg_db = Some((admin.clone(), name.clone()));
-                format!("{}/{name}", &admin[..admin.rfind('/').unwrap()])
-            }
-        };
+        let scratch = common::ScratchDb::new(backend, "bench").await;
+        let url = scratch.url.clone();
         {
             let db = Db::open(&url, DbOptions::default()).await.unwrap();
             db.migrate().await.unwrap();
@@ -168,12 +158,6 @@ async fn main() {
             assert_eq!(n1, n2, "indexes must not change answers");
             println!("| {backend} | {} | {rate:.0} | {p50:.1} | {p95:.1} | {ip50:.2} | {ip95:.2} | {n1} |", a.entries);
         }
-        if let Some((admin, name)) = pg_db {
-            let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)")))
-                .execute(&mut c)
-                .await
-                .unwrap();
-        }
+        scratch.finish().await;
     }
 }

@@ -5,6 +5,8 @@
 //!
 //! cargo bench -p ardacat-server --bench stream -- [--rows N] [--backend sqlite|postgres]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use ardacat_core::Session;
@@ -27,19 +29,8 @@ async fn main() {
     let arg = |k: &str| argv.iter().position(|a| a == k).and_then(|i| argv.get(i + 1)).cloned();
     let rows: usize = arg("--rows").map(|v| v.parse().expect("--rows N")).unwrap_or(1_000_000);
     let backend = arg("--backend").unwrap_or_else(|| "sqlite".into());
-    let dir = tempfile::tempdir().unwrap();
-    let mut pg = None;
-    let url = if backend == "postgres" {
-        let admin =
-            std::env::var("ARDACAT_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-        let name = format!("ardacat_stream_{}", std::process::id());
-        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.expect("PostgreSQL");
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut c).await.unwrap();
-        pg = Some((admin.clone(), name.clone()));
-        format!("{}/{name}", &admin[..admin.rfind('/').unwrap()])
-    } else {
-        format!("sqlite:{}", dir.path().join("stream.db").display())
-    };
+    let scratch = common::ScratchDb::new(&backend, "stream").await;
+    let url = scratch.url.clone();
     let config = Config { database: url, tcp_port: 0, http_port: 0, ..Config::default() };
     let (cat, _) = open(&config, Some("pw".into())).await.unwrap();
     let mut se = Session::new(cat.authenticate("root", Some("pw")).await.unwrap());
@@ -126,8 +117,5 @@ async fn main() {
     shutdown.cancel();
     let _ = server.await;
     drop(cat);
-    if let Some((admin, name)) = pg {
-        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.unwrap();
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)"))).execute(&mut c).await.unwrap();
-    }
+    scratch.finish().await;
 }

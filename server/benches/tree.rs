@@ -4,6 +4,8 @@
 //!
 //! cargo bench -p ardacat-server --bench tree -- [--collections N] [--backend sqlite|postgres]
 
+mod common;
+
 use std::time::Instant;
 
 use ardacat_core::Session;
@@ -20,19 +22,8 @@ async fn main() {
     let arg = |k: &str| argv.iter().position(|a| a == k).and_then(|i| argv.get(i + 1)).cloned();
     let n: usize = arg("--collections").map(|v| v.parse().expect("--collections N")).unwrap_or(100_000);
     let backend = arg("--backend").unwrap_or_else(|| "sqlite".into());
-    let dir = tempfile::tempdir().unwrap();
-    let mut pg = None;
-    let url = if backend == "postgres" {
-        let admin =
-            std::env::var("ARDACAT_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-        let name = format!("ardacat_tree_{}", std::process::id());
-        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.expect("PostgreSQL");
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut c).await.unwrap();
-        pg = Some((admin.clone(), name.clone()));
-        format!("{}/{name}", &admin[..admin.rfind('/').unwrap()])
-    } else {
-        format!("sqlite:{}", dir.path().join("tree.db").display())
-    };
+    let scratch = common::ScratchDb::new(&backend, "tree").await;
+    let url = scratch.url.clone();
     let config = Config { database: url, ..Config::default() };
     let (cat, _) = open(&config, Some("pw".into())).await.unwrap();
     let mut se = Session::new(cat.authenticate("root", Some("pw")).await.unwrap());
@@ -85,8 +76,5 @@ async fn main() {
         pct(remove, 0.95)
     );
     drop(cat);
-    if let Some((admin, name)) = pg {
-        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.unwrap();
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)"))).execute(&mut c).await.unwrap();
-    }
+    scratch.finish().await;
 }
