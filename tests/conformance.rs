@@ -7,6 +7,7 @@ mod common;
 
 use ardacat_core::error::Error;
 use ardacat_core::service::SelectSpec;
+use ardacat_core::types::{Value, ValueType};
 use ardacat_core::{Catalogue, ServiceConfig, Session};
 use ardacat_server::{Cat, Store};
 use ardacat_store::{Db, DbOptions, SqlStore};
@@ -392,4 +393,125 @@ async fn migrations_match_across_dialects() {
     let pg: Vec<(i64, &str)> = ardacat_store::exec::migrate::POSTGRES.iter().map(|m| (m.version, m.name)).collect();
     assert_eq!(sqlite, pg);
     assert!(sqlite.len() >= 2);
+}
+
+/// Entry tables (`e<id>`) in the database, counted through the database's own catalogue.
+async fn entry_tables(db: &TestDb) -> (i64, i64) {
+    let store = Db::open(&db.url, DbOptions::default()).await.expect("open database");
+    let mut conn = store.acquire().await.expect("connection");
+    let (tables, indexes) = match db.backend {
+        Backend::Sqlite => (
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name GLOB 'e[0-9]*'",
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name GLOB 'e[0-9]*_a[0-9]*'",
+        ),
+        Backend::Postgres => (
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename ~ '^e[0-9]+$'",
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = 'public' AND indexname ~ '^e[0-9]+_a[0-9]+$'",
+        ),
+    };
+    let count = |rows: Vec<Vec<Value>>| match rows[0][0] {
+        Value::Int(n) => n,
+        ref v => panic!("count: {v:?}"),
+    };
+    let t = count(conn.query(tables, &[], &[ValueType::Int]).await.unwrap());
+    let i = count(conn.query(indexes, &[], &[ValueType::Int]).await.unwrap());
+    (t, i)
+}
+
+/// A collection's entry table appears with its first entry: until then every read answers
+/// empty, schema changes touch only rows, and the table that finally appears has exactly the
+/// attributes and indexes the collection has by then — also when first entries and schema
+/// changes race on separate connections.
+async fn lazy_entry_tables(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let cat = catalogue(&db).await;
+    let mut se = root(&cat).await;
+    let se = &mut se;
+    let (base_tables, base_indexes) = entry_tables(&db).await;
+
+    cat.createdir(se, "/lazy", true).await.unwrap();
+    cat.addattr(se, "/lazy", "n", "int", true).await.unwrap();
+    cat.addattr(se, "/lazy", "gone", "text", true).await.unwrap();
+    cat.addattr(se, "/lazy", "s", "varchar(8)", false).await.unwrap();
+    cat.removeattr(se, "/lazy", "gone").await.unwrap();
+    cat.createdir(se, "/lazy/child", false).await.unwrap();
+    cat.createdir(se, "/full", true).await.unwrap();
+    cat.addattr(se, "/full", "n", "int", false).await.unwrap();
+    cat.addentry(se, "/full/f1", &pairs(&[("n", "1")])).await.unwrap();
+    assert_eq!(entry_tables(&db).await, (base_tables + 1, base_indexes), "only /full has a table");
+
+    // Reads and by-query writes on a collection that never had an entry.
+    let mut rows: Rows = Vec::new();
+    assert_eq!(cat.getattr(se, "/lazy", &s(&["n", "s"]), &mut rows).await.unwrap(), 0);
+    assert_eq!(code(cat.getattr(se, "/lazy/none", &s(&["n"]), &mut rows).await), 1);
+    assert_eq!(cat.find(se, "/lazy/*", "n > 0", &mut rows).await.unwrap(), 0);
+    assert_eq!(cat.listentries(se, "/lazy", &mut rows).await.unwrap(), 0);
+    assert!(select(&cat, se, &["/lazy:FILE", "/full:n"], "/lazy:n = /full:n").await.is_empty());
+    assert!(select(&cat, se, &["/full:FILE"], "/full:n = /lazy:n").await.is_empty());
+    assert_eq!(cat.updateattr(se, "/lazy/*", &pairs(&[("n", "n + 1")]), "").await.unwrap(), 0);
+    assert_eq!(code(cat.rm(se, "/lazy/*", None).await), 1, "rm of a pattern that matches nothing");
+    assert_eq!(code(cat.setattr(se, "/lazy/none", &pairs(&[("n", "1")])).await), 1);
+    assert!(rows.is_empty());
+    assert_eq!(entry_tables(&db).await, (base_tables + 1, base_indexes), "reads create nothing");
+
+    // A failed first insert leaves no table behind.
+    assert_eq!(code(cat.addentry(se, "/lazy/bad", &pairs(&[("n", "x")])).await), 18);
+    assert_eq!(code(cat.addentry(se, "/lazy/bad", &pairs(&[("gone", "x")])).await), 10);
+    assert_eq!(entry_tables(&db).await, (base_tables + 1, base_indexes));
+
+    // The first entry creates the table with the attributes and indexes of the moment.
+    cat.addentry(se, "/lazy/a", &pairs(&[("n", "5"), ("s", "five")])).await.unwrap();
+    assert_eq!(entry_tables(&db).await, (base_tables + 2, base_indexes + 1), "one table, index on n only");
+    cat.addattr(se, "/lazy", "later", "float", true).await.unwrap();
+    assert_eq!(entry_tables(&db).await, (base_tables + 2, base_indexes + 2));
+    cat.addentry(se, "/lazy/b", &pairs(&[("n", "6"), ("later", "2.5")])).await.unwrap();
+    let got = select(&cat, se, &["/lazy:FILE", "/lazy:n", "/lazy:s", "/lazy:later"], "/lazy:n >= 5");
+    assert_eq!(
+        got.await,
+        vec![
+            vec![Some("a".into()), Some("5".into()), Some("five".into()), None],
+            vec![Some("b".into()), Some("6".into()), None, Some("2.5".into())],
+        ]
+    );
+    assert_eq!(code(cat.rmdir(se, "/lazy").await), 11);
+    cat.rmdir(se, "/lazy/child").await.unwrap();
+    assert_eq!(cat.rm(se, "/lazy/*", None).await.unwrap(), 2);
+    cat.rmdir(se, "/lazy").await.unwrap();
+    assert_eq!(entry_tables(&db).await, (base_tables + 1, base_indexes));
+
+    // First entries and schema changes racing on separate connections.
+    cat.createdir(se, "/race", true).await.unwrap();
+    cat.addattr(se, "/race", "n", "int", false).await.unwrap();
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let cat = cat.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut se = root(&cat).await;
+            if w % 2 == 0 {
+                cat.addattr(&mut se, "/race", &format!("x{w}"), "int", w == 0).await
+            } else {
+                let names: Vec<String> = (0..20).map(|i| format!("/race/w{w}_{i}")).collect();
+                cat.addentries(&mut se, &names).await.map(|_| ())
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    for w in (0..8).step_by(2) {
+        let a = format!("x{w}");
+        assert_eq!(cat.setattr(se, "/race/*", &pairs(&[(a.as_str(), "7")])).await.unwrap(), 80, "{a}");
+    }
+    let got = select(&cat, se, &["/race:FILE"], "/race:x0 = 7 and /race:x6 = 7").await;
+    assert_eq!(got.len(), 80);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lazy_entry_tables_sqlite() {
+    lazy_entry_tables(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lazy_entry_tables_postgres() {
+    lazy_entry_tables(Backend::Postgres).await;
 }

@@ -169,6 +169,9 @@ pub trait StoreConn: Send + 'static {
     fn delete_entries(&mut self, plan: &DeletePlan) -> impl Future<Output = Result<u64>> + Send;
     /// Streams rows into `tx` until done, or until the receiver is dropped (cancel).
     fn select(&mut self, plan: &SelectPlan, tx: RowSender) -> impl Future<Output = Result<u64>> + Send;
+    /// Runs a select that can match at most a few rows (one named entry) in one round trip and
+    /// returns them whole: no stream, no channel, for the single-entry `get` hot path.
+    fn select_few(&mut self, plan: &SelectPlan) -> impl Future<Output = Result<Vec<Vec<Value>>>> + Send;
 
     fn acl(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<AclEntry>>> + Send;
     fn set_acl(&mut self, collection_id: i64, entry: &AclEntry) -> impl Future<Output = Result<()>> + Send;

@@ -8,7 +8,7 @@ use ardacat_core::store::{
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
 use chrono::Utc;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -50,6 +50,9 @@ struct SchemaCache {
     by_path: HashMap<String, (Option<CollectionInfo>, Instant)>,
     attrs: HashMap<i64, (Vec<AttrDef>, Instant)>,
     acls: HashMap<i64, (Vec<AclEntry>, Instant)>,
+    /// Collections whose entry table is known to exist (committed). A table, once created, stays
+    /// until its collection is removed, so this set needs no expiry and survives `clear`.
+    tables: HashSet<i64>,
 }
 
 impl SchemaCache {
@@ -267,6 +270,83 @@ impl SqlConn {
         rows.first().and_then(|r| r.first()).map(int_of).ok_or_else(|| Error::Internal("no attribute id".into()))
     }
 
+    /// Whether the collection's entry table exists. Known tables cost a set lookup; the others
+    /// a read of `collections.has_table` (visible to this transaction).
+    async fn has_table(&mut self, id: i64) -> Result<bool> {
+        if self.cache().tables.contains(&id) {
+            return Ok(true);
+        }
+        let sql = format!("SELECT has_table FROM collections WHERE id = {}", self.p(1, ValueType::Int));
+        let rows = self.rows(&sql, &[Value::Int(id)], &[ValueType::Bool]).await?;
+        let exists = matches!(rows.first().and_then(|r| r.first()), Some(Value::Bool(true)));
+        // Inside a transaction the table may be this transaction's own and still roll back.
+        if exists && self.cacheable() {
+            self.cache().tables.insert(id);
+        }
+        Ok(exists)
+    }
+
+    async fn tables_exist(&mut self, ids: &[i64]) -> Result<bool> {
+        for &id in ids {
+            if !self.has_table(id).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Locks the collection row until the transaction ends and returns whether its table exists.
+    /// Schema changes and table creation serialize on this row lock, so a concurrent first entry
+    /// either sees a new attribute or creates the table that the attribute change then alters.
+    /// (SQLite has one writer at a time; the statement is harmless there.)
+    async fn lock_table_state(&mut self, id: i64) -> Result<bool> {
+        let sql = format!(
+            "UPDATE collections SET has_table = has_table WHERE id = {} RETURNING has_table",
+            self.p(1, ValueType::Int)
+        );
+        let rows = self.rows(&sql, &[Value::Int(id)], &[ValueType::Bool]).await?;
+        Ok(matches!(rows.first().and_then(|r| r.first()), Some(Value::Bool(true))))
+    }
+
+    /// Creates the entry table with the collection's current attributes and indexes, once.
+    async fn ensure_table(&mut self, id: i64) -> Result<()> {
+        if self.cache().tables.contains(&id) {
+            return Ok(());
+        }
+        // The service writes inside a transaction; the row lock below needs one to mean anything.
+        if self.conn.in_transaction() {
+            return self.create_table_once(id).await;
+        }
+        self.begin().await?;
+        match self.create_table_once(id).await {
+            Ok(()) => self.commit().await,
+            Err(e) => {
+                let _ = self.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn create_table_once(&mut self, id: i64) -> Result<()> {
+        if self.lock_table_state(id).await? {
+            return Ok(());
+        }
+        let attrs = self.load_attributes(id).await?;
+        let columns: Vec<(String, AttrType)> = attrs.iter().map(|a| (attr_column(a.id), a.attr_type)).collect();
+        let ddl = self.dialect.create_entry_table(&table_name(id), &columns);
+        self.batch(&ddl).await?;
+        for a in attrs.iter().filter(|a| a.indexed) {
+            self.create_index(id, a.id).await?;
+        }
+        let sql = format!(
+            "UPDATE collections SET has_table = {} WHERE id = {}",
+            self.p(1, ValueType::Bool),
+            self.p(2, ValueType::Int)
+        );
+        self.exec(&sql, &[Value::Bool(true), Value::Int(id)]).await?;
+        Ok(())
+    }
+
     async fn create_index(&mut self, collection_id: i64, attr_id: i64) -> Result<()> {
         let t = table_name(collection_id);
         let c = attr_column(attr_id);
@@ -349,7 +429,7 @@ impl StoreConn for SqlConn {
         self.schema_changed();
         let name = path.rsplit('/').next().unwrap_or_default().to_string();
         let sql = format!(
-            "INSERT INTO collections (parent_id, path, name, owner, grp, perms, created) VALUES ({}, {}, {}, {}, {}, {}, {}) RETURNING id",
+            "INSERT INTO collections (parent_id, path, name, owner, grp, perms, created, has_table) VALUES ({}, {}, {}, {}, {}, {}, {}, {}) RETURNING id",
             self.p(1, ValueType::Int),
             self.p(2, ValueType::Text),
             self.p(3, ValueType::Text),
@@ -357,6 +437,7 @@ impl StoreConn for SqlConn {
             self.p(5, ValueType::Text),
             self.p(6, ValueType::Int),
             self.p(7, ValueType::Timestamp),
+            self.p(8, ValueType::Bool),
         );
         let params = [
             Value::Int(parent_id),
@@ -366,25 +447,16 @@ impl StoreConn for SqlConn {
             Value::Text(group.into()),
             Value::Int(perms as i64),
             now(),
+            Value::Bool(false),
         ];
         let id = match self.rows(&sql, &params, &[ValueType::Int]).await {
             Ok(rows) => rows.first().and_then(|r| r.first()).map(int_of).unwrap_or_default(),
             Err(Error::Exists(_)) => return Err(Error::DirExists(path.into())),
             Err(e) => return Err(e),
         };
-        let mut columns = Vec::new();
-        let mut indexed = Vec::new();
+        // The entry table waits for the first entry (`ensure_table`).
         for (name, t, idx) in attrs {
-            let aid = self.insert_attr_row(id, name, *t, *idx).await?;
-            columns.push((attr_column(aid), *t));
-            if *idx {
-                indexed.push(aid);
-            }
-        }
-        let ddl = self.dialect.create_entry_table(&table_name(id), &columns);
-        self.batch(&ddl).await?;
-        for aid in indexed {
-            self.create_index(id, aid).await?;
+            self.insert_attr_row(id, name, *t, *idx).await?;
         }
         Ok(CollectionInfo {
             id,
@@ -398,7 +470,9 @@ impl StoreConn for SqlConn {
 
     async fn remove_collection(&mut self, id: i64) -> Result<()> {
         self.schema_changed();
-        self.batch(&format!("DROP TABLE {}", table_name(id))).await?;
+        self.batch(&format!("DROP TABLE IF EXISTS {}", table_name(id))).await?;
+        // SQLite may hand the id to the next collection, which starts without a table.
+        self.cache().tables.remove(&id);
         for t in ["attributes", "acls", "sequences"] {
             let sql = format!("DELETE FROM {t} WHERE collection_id = {}", self.p(1, ValueType::Int));
             self.exec(&sql, &[Value::Int(id)]).await?;
@@ -434,6 +508,9 @@ impl StoreConn for SqlConn {
     }
 
     async fn has_entries(&mut self, id: i64) -> Result<bool> {
+        if !self.has_table(id).await? {
+            return Ok(false);
+        }
         let rows = self.rows(&format!("SELECT id FROM {} LIMIT 1", table_name(id)), &[], &[ValueType::Int]).await?;
         Ok(!rows.is_empty())
     }
@@ -470,24 +547,29 @@ impl StoreConn for SqlConn {
         indexed: bool,
     ) -> Result<AttrDef> {
         self.schema_changed();
+        let has_table = self.lock_table_state(collection_id).await?;
         let id = self.insert_attr_row(collection_id, name, attr_type, indexed).await?;
-        let col = attr_column(id);
-        let def = self.dialect.column_def(&col, attr_type);
-        self.batch(&format!("ALTER TABLE {} ADD COLUMN {col} {def}", table_name(collection_id))).await?;
-        if indexed {
-            self.create_index(collection_id, id).await?;
+        if has_table {
+            let col = attr_column(id);
+            let def = self.dialect.column_def(&col, attr_type);
+            self.batch(&format!("ALTER TABLE {} ADD COLUMN {col} {def}", table_name(collection_id))).await?;
+            if indexed {
+                self.create_index(collection_id, id).await?;
+            }
         }
         Ok(AttrDef { id, name: name.into(), attr_type, indexed })
     }
 
     async fn remove_attribute(&mut self, collection_id: i64, attr: &AttrDef) -> Result<()> {
         self.schema_changed();
-        let t = table_name(collection_id);
-        let c = attr_column(attr.id);
-        if attr.indexed {
-            self.batch(&format!("DROP INDEX IF EXISTS {t}_{c}")).await?;
+        if self.lock_table_state(collection_id).await? {
+            let t = table_name(collection_id);
+            let c = attr_column(attr.id);
+            if attr.indexed {
+                self.batch(&format!("DROP INDEX IF EXISTS {t}_{c}")).await?;
+            }
+            self.batch(&format!("ALTER TABLE {t} DROP COLUMN {c}")).await?;
         }
-        self.batch(&format!("ALTER TABLE {t} DROP COLUMN {c}")).await?;
         let sql = format!("DELETE FROM attributes WHERE id = {}", self.p(1, ValueType::Int));
         self.exec(&sql, &[Value::Int(attr.id)]).await.map(|_| ())
     }
@@ -496,6 +578,7 @@ impl StoreConn for SqlConn {
         if entries.is_empty() {
             return Ok(0);
         }
+        self.ensure_table(collection_id).await?;
         let ts = now();
         let width = 6 + attrs.len();
         let to_row = |e: NewEntry| {
@@ -548,16 +631,26 @@ impl StoreConn for SqlConn {
     }
 
     async fn update_entries(&mut self, plan: &UpdatePlan) -> Result<u64> {
+        // An inner join with a collection that never had an entry matches nothing.
+        if !self.tables_exist(&plan.tables).await? {
+            return Ok(0);
+        }
         let c = compile_update(self.dialect, plan, now());
         self.exec(&c.sql, &c.params).await
     }
 
     async fn delete_entries(&mut self, plan: &DeletePlan) -> Result<u64> {
+        if !self.tables_exist(&plan.tables).await? {
+            return Ok(0);
+        }
         let c = compile_delete(self.dialect, plan);
         self.exec(&c.sql, &c.params).await
     }
 
     async fn select(&mut self, plan: &SelectPlan, tx: RowSender) -> Result<u64> {
+        if !self.tables_exist(&plan.tables).await? {
+            return Ok(0);
+        }
         let c = compile_select(self.dialect, plan);
         // The executor speaks StoreError; forward rows, translating errors, with backpressure.
         let (inner_tx, mut inner_rx) = mpsc::channel::<std::result::Result<Vec<Value>, StoreError>>(64);
@@ -570,6 +663,14 @@ impl StoreConn for SqlConn {
         };
         let (n, ()) = tokio::join!(self.conn.stream(&c.sql, &c.params, &c.types, inner_tx), forward);
         n.map_err(map_err)
+    }
+
+    async fn select_few(&mut self, plan: &SelectPlan) -> Result<Vec<Vec<Value>>> {
+        if !self.tables_exist(&plan.tables).await? {
+            return Ok(Vec::new());
+        }
+        let c = compile_select(self.dialect, plan);
+        self.rows(&c.sql, &c.params, &c.types).await
     }
 
     async fn set_acl(&mut self, collection_id: i64, e: &AclEntry) -> Result<()> {

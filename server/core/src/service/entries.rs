@@ -92,6 +92,29 @@ impl<S: Store> Catalogue<S> {
         Ok(n)
     }
 
+    /// `run_select` for a plan that names one entry exactly (its name is unique in the
+    /// collection): one round trip to the database and no row channel.
+    pub(crate) async fn run_select_one<K: RowSink>(
+        &self,
+        conn: &mut S::Conn,
+        plan: &SelectPlan,
+        sink: &mut K,
+    ) -> Result<u64> {
+        let ncols = plan.columns.len();
+        let mut n = 0;
+        for row in conn.select_few(plan).await? {
+            let out = row
+                .into_iter()
+                .take(ncols)
+                .zip(&plan.columns)
+                .map(|(v, c)| format_value(&v, matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))))
+                .collect();
+            sink.row(out).await?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     async fn load_table(conn: &mut S::Conn, who: &Principal, c: CollectionInfo, need: u16) -> Result<TableSchema> {
         Self::check(conn, who, &c, need).await?;
         let attrs = conn.attributes(c.id).await?;
@@ -378,7 +401,10 @@ impl<S: Store> Catalogue<S> {
             limit: None,
             after: None,
         };
-        let n = self.run_select(&mut conn, &plan, sink).await?;
+        let n = match t.exact {
+            Some(_) => self.run_select_one(&mut conn, &plan, sink).await?,
+            None => self.run_select(&mut conn, &plan, sink).await?,
+        };
         // Nothing was written to the sink, so the caller can still answer with an error.
         if n == 0 && t.exact.is_some() {
             return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
