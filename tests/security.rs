@@ -540,6 +540,8 @@ async fn setup_collections(root: &mut RawConn) {
     ok(root, "chown /grp root:team").await;
     ok(root, "chmod /grp rwxrwx---").await;
     ok(root, "chown /mine alice").await;
+    // Entries have their own owner and mode: alice's collection, alice's entry.
+    ok(root, "chown /mine/e1 alice").await;
 }
 
 async fn permissions_inside_queries(b: Backend) {
