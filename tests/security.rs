@@ -5,7 +5,7 @@
 //! entry-level permissions (modes, owners and ACLs of single entries, enforced inside the
 //! statements), and ACL, group and user changes seen by connections that were already logged
 //! in. Certificates are made per test with rcgen; the TLS client is tokio-rustls, no client
-//! library between.
+//! library between (except for the tests of the client library and of the `ardacat` CLI).
 
 #[macro_use]
 mod common;
@@ -32,6 +32,7 @@ on_both_backends!(
     tls_tcp_and_certificates,
     https_soap,
     rust_client_over_tls,
+    cli_over_tls,
     permissions_inside_queries,
     entry_permissions,
     entry_permission_changes,
@@ -413,6 +414,135 @@ async fn rust_client_over_tls(b: Backend) {
     // A server name the certificate does not carry is refused by the client.
     let wrong = ClientConfig { host: "127.0.0.2".into(), ..config };
     assert!(Client::connect(wrong).await.is_err(), "certificate name mismatch accepted");
+}
+
+// ------------------------------------------------------------------------------------------
+// The `ardacat` command-line client over TLS
+
+/// The real `ardacat` binary. It belongs to another package (ardacat-client), for whose
+/// binaries cargo sets no `CARGO_BIN_EXE_*` here, so it is built once per test process with the
+/// cargo running these tests (a no-op when it is up to date), into the same target directory and
+/// profile as `ardacat-server`.
+async fn ardacat_cli() -> PathBuf {
+    static BIN: tokio::sync::OnceCell<PathBuf> = tokio::sync::OnceCell::const_new();
+    BIN.get_or_init(|| async {
+        let server = PathBuf::from(env!("CARGO_BIN_EXE_ardacat-server"));
+        let out = server.parent().expect("binary directory").to_path_buf();
+        let dir_name = out.file_name().and_then(|n| n.to_str()).expect("profile directory").to_string();
+        let profile = if dir_name == "debug" { "dev".to_string() } else { dir_name };
+        let target = out.parent().expect("target directory").to_path_buf();
+        let status = tokio::process::Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "ardacat-client", "--bin", "ardacat", "--profile", &profile])
+            .arg("--target-dir")
+            .arg(&target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .await
+            .expect("run cargo build for the ardacat CLI");
+        assert!(status.success(), "building the ardacat CLI failed");
+        let bin = out.join(format!("ardacat{}", std::env::consts::EXE_SUFFIX));
+        assert!(bin.is_file(), "no CLI at {}", bin.display());
+        bin
+    })
+    .await
+    .clone()
+}
+
+/// Runs `ardacat <args>` one-shot in `dir` (also its HOME, so no mdclient.config of the machine
+/// is read); returns (exit code, stdout, stderr).
+async fn cli(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(ardacat_cli().await)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("ARDACAT_PASSWORD")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out).await.expect("ardacat in time").expect("run ardacat");
+    let text = |b: Vec<u8>| String::from_utf8(b).expect("utf8");
+    (out.status.code().unwrap_or(-1), text(out.stdout), text(out.stderr))
+}
+
+/// `ardacat` one-shot over TLS: password login and certificate login, by flags and by an
+/// mdclient.config (`UseSSL = require`, `TrustedCertDir`, `CertFile`/`KeyFile`,
+/// `AuthenticateWithCertificate`); a CA that did not sign the server's certificate is refused;
+/// `UseSSL = try` falls back to plain TCP only where the server offers no TLS.
+async fn cli_over_tls(b: Backend) {
+    let pki = Pki::new();
+    let srv = start(b, &pki).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, "user_create alice apw").await;
+    ok(&mut root, &format!("user_subject_add alice '{ALICE_DN}'")).await;
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path();
+    let port = srv.tcp.port().to_string();
+    let path = |n: &str| pki.path(n).display().to_string();
+    let (ca, cert, key) = (path("ca.pem"), path("alice.pem"), path("alice.key"));
+    let base = ["--host", "localhost", "--port", port.as_str()];
+
+    // Password login inside TLS.
+    let args = [&base[..], &["--ssl", "--tls-ca", &ca, "--login", "root", "--password", ROOT_PASSWORD, "-c", "whoami"]];
+    assert_eq!(cli(dir, &args.concat()).await, (0, "root\n".into(), String::new()));
+    // A wrong password is the first command's error 4.
+    let args = [&base[..], &["--tls-ca", &ca, "--login", "alice", "--password", "nope", "-c", "whoami"]];
+    let (code, _, err) = cli(dir, &args.concat()).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with("Error 4"), "{err}");
+    // Certificate login: no login given, the certificate maps to alice.
+    let args = [&base[..], &["--tls-ca", &ca, "--tls-cert", &cert, "--tls-key", &key, "-c", "whoami", "-c", "pwd"]];
+    assert_eq!(cli(dir, &args.concat()).await, (0, "alice\n/\n".into(), String::new()));
+
+    // The same from an mdclient.config in the working directory; the CA comes from a directory
+    // that also holds a file that is no certificate. AuthenticateWithCertificate keeps the
+    // file's password unsent, so the (wrong) password does not matter.
+    let cas = dir.join("certificates");
+    std::fs::create_dir(&cas).expect("mkdir");
+    std::fs::write(cas.join("Test-CA.pem"), &pki.ca_pem).expect("write");
+    std::fs::write(cas.join("Test-CA.signing_policy"), "access_id_CA X509 '/O=Org/CN=Test CA'\n").expect("write");
+    let config = format!(
+        "Host = localhost\nPort = {port}\nUseSSL = require\nTrustedCertDir = {}\nCertFile = {cert}\nKeyFile = {key}\n\
+         AuthenticateWithCertificate = 1\nPassword = wrong\nPermissionMask = rwx\n",
+        cas.display()
+    );
+    std::fs::write(dir.join("mdclient.config"), config).expect("write");
+    assert_eq!(cli(dir, &["-c", "whoami"]).await, (0, "alice\n".into(), String::new()));
+    // Flags still win over the file: password login as root inside TLS.
+    let (code, out, err) = cli(dir, &["--login", "root", "--password", ROOT_PASSWORD, "-c", "whoami"]).await;
+    assert_eq!((code, out.as_str()), (0, "root\n"), "{err}");
+
+    // A CA that did not sign the server's certificate: the handshake fails, exit status 2.
+    let (other_ca, _) = make_ca("Other CA");
+    std::fs::write(dir.join("other.pem"), other_ca).expect("write");
+    let args = [&base[..], &["--tls-ca", "other.pem", "--login", "root", "--password", ROOT_PASSWORD, "-c", "whoami"]];
+    let (code, out, err) = cli(dir, &args.concat()).await;
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("TLS handshake"), "{err}");
+    // TLS without any CA at all is refused before connecting (unless the grid default exists).
+    if !std::path::Path::new("/etc/grid-security/certificates").is_dir() {
+        std::fs::remove_file(dir.join("mdclient.config")).expect("rm");
+        let args = [&base[..], &["--ssl", "--login", "root", "--password", ROOT_PASSWORD, "-c", "whoami"]];
+        let (code, _, err) = cli(dir, &args.concat()).await;
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("--tls-ca"), "{err}");
+    }
+
+    // UseSSL = try: TLS where offered (no warning), plain where not (with a warning).
+    let try_config = |port: u16| {
+        format!(
+            "Host = localhost\nPort = {port}\nUseSSL = try\nCAFile = {ca}\nLogin = root\nPassword = {ROOT_PASSWORD}\n"
+        )
+    };
+    std::fs::write(dir.join("mdclient.config"), try_config(srv.tcp.port())).expect("write");
+    assert_eq!(cli(dir, &["-c", "whoami"]).await, (0, "root\n".into(), String::new()));
+    let plain = TestServer::start(b).await;
+    std::fs::write(dir.join("mdclient.config"), try_config(plain.tcp.port())).expect("write");
+    let (code, out, err) = cli(dir, &["-c", "whoami"]).await;
+    assert_eq!((code, out.as_str()), (0, "root\n"), "{err}");
+    assert!(err.contains("without encryption"), "{err}");
+    // ... whereas --ssl (or UseSSL = require) refuses a server without TLS.
+    let (code, _, err) = cli(dir, &["--ssl", "-c", "whoami"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not offer TLS"), "{err}");
 }
 
 // ------------------------------------------------------------------------------------------
