@@ -1,7 +1,8 @@
 //! The service-layer conformance suite: every catalogue operation and error code, typed
 //! comparisons, joins, patterns, transactions, bulk load, cursor resume and injection attempts,
 //! run against SQLite and the real PostgreSQL. The same transcript of answers must come back
-//! from both (parity).
+//! from both (parity). Entry permissions: the SQL filters of both backends must agree with the
+//! Rust rule (`perm::Guard`) on every combination of mode, ownership, group and ACL.
 
 mod common;
 
@@ -385,6 +386,107 @@ async fn cursor_resume_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cursor_resume_postgres() {
     cursor_resume(Backend::Postgres).await;
+}
+
+/// Every mode of r/w bits for owner, group and other (64), each with three ACL variants, read
+/// and written by an owner, a member of the entry's group, a stranger, a user named in ACLs
+/// and a member of a group named in ACLs: which entries each of them can see (getattr of a
+/// pattern) and change (setattr of a pattern) must be exactly what `Guard::rights` says.
+async fn entry_permission_matrix(backend: Backend) {
+    use ardacat_core::perm::{AclEntry, Guard, Mode, READ, WRITE};
+    let db = TestDb::new(backend).await;
+    let cat = catalogue(&db).await;
+    let mut se = root(&cat).await;
+    let se = &mut se;
+    cat.begin(se).await.unwrap();
+    for u in ["own", "mem", "oth", "au", "ag"] {
+        cat.user_create(se, u, "pw").await.unwrap();
+    }
+    for (g, members) in [("g", &["own", "mem"][..]), ("h", &["ag"][..])] {
+        cat.grp_create(se, g).await.unwrap();
+        for m in members {
+            cat.grp_adduser(se, g, m).await.unwrap();
+        }
+    }
+    cat.createdir(se, "/m", true).await.unwrap();
+    cat.chmod(se, "/m", "rwxrwxrwx").await.unwrap();
+    cat.addattr(se, "/m", "x", "int", false).await.unwrap();
+    let bits = ["---", "r--", "-w-", "rw-"];
+    let acl_variants: [Vec<AclEntry>; 3] = [
+        vec![],
+        vec![
+            AclEntry { principal: "au".into(), is_group: false, rights: READ },
+            AclEntry { principal: "h".into(), is_group: true, rights: WRITE },
+        ],
+        vec![
+            AclEntry { principal: "au".into(), is_group: false, rights: WRITE },
+            AclEntry { principal: "h".into(), is_group: true, rights: READ | WRITE },
+        ],
+    ];
+    let mut facts = Vec::new();
+    for i in 0..64 {
+        let mode = format!("{}{}{}", bits[i / 16], bits[i / 4 % 4], bits[i % 4]);
+        for (v, acl) in acl_variants.iter().enumerate() {
+            facts.push((format!("e{i:02}_{v}"), Mode::parse(&mode).unwrap(), acl.clone()));
+        }
+    }
+    let rows: Vec<(String, Vec<String>)> = facts.iter().map(|(n, _, _)| (n.clone(), vec!["0".to_string()])).collect();
+    cat.insert(se, "/m", &s(&["x"]), rows).await.unwrap();
+    cat.chown(se, "/m/*", "own:g").await.unwrap();
+    for (name, mode, acl) in &facts {
+        let path = format!("/m/{name}");
+        cat.chmod(se, &path, &mode.to_string()).await.unwrap();
+        for a in acl {
+            cat.acl_add(se, &path, &a.principal, &Mode::rights_string(a.rights)).await.unwrap();
+        }
+    }
+    cat.commit(se).await.unwrap();
+
+    for user in ["own", "mem", "oth", "au", "ag"] {
+        let who = cat.principal(user).await.unwrap();
+        let expect = |need: u16| -> Vec<String> {
+            facts
+                .iter()
+                .filter(|(_, mode, acl)| {
+                    Guard { owner: "own", group: "g", mode: *mode, acl }.rights(&who) & need == need
+                })
+                .map(|(n, _, _)| n.clone())
+                .collect()
+        };
+        let mut us = Session::new(who.clone());
+        let mut rows: Rows = Vec::new();
+        cat.getattr(&mut us, "/m/*", &[], &mut rows).await.unwrap();
+        let readable: Vec<String> = rows.into_iter().map(|r| r[0].clone().unwrap()).collect();
+        assert_eq!(readable, expect(READ), "{backend:?}: entries {user} may read");
+        // The same through selectattr.
+        let selected: Vec<String> = select(&cat, &mut us, &["/m:FILE"], "order by /m:FILE")
+            .await
+            .into_iter()
+            .map(|r| r[0].clone().unwrap())
+            .collect();
+        assert_eq!(selected, readable, "{backend:?}: {user} via selectattr");
+
+        cat.setattr(se, "/m/*", &pairs(&[("x", "0")])).await.unwrap();
+        match cat.setattr(&mut us, "/m/*", &pairs(&[("x", "1")])).await {
+            Ok(_) => {}
+            Err(e) => assert_eq!(e.code(), 1, "{e}"),
+        }
+        let mut rows: Rows = Vec::new();
+        cat.getattr(se, "/m/*", &s(&["x"]), &mut rows).await.unwrap();
+        let written: Vec<String> =
+            rows.into_iter().filter(|r| r[1].as_deref() == Some("1")).map(|r| r[0].clone().unwrap()).collect();
+        assert_eq!(written, expect(WRITE), "{backend:?}: entries {user} may write");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entry_permission_matrix_sqlite() {
+    entry_permission_matrix(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entry_permission_matrix_postgres() {
+    entry_permission_matrix(Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,9 +1,11 @@
 //! Security rules end to end against the real `ardacat-server` binary, on SQLite and
 //! PostgreSQL: TLS on the TCP port (`ssl` → `OK` → handshake → login inside TLS, `resumeSSL`),
 //! HTTPS on the HTTP port, login by client certificate (catalogue mapping and grid-mapfile),
-//! wrong passwords on both frontends, permissions inside queries (joins, update-by-query), and
-//! ACL, group and user changes seen by connections that were already logged in. Certificates
-//! are made per test with rcgen; the TLS client is tokio-rustls, no client library between.
+//! wrong passwords on both frontends, permissions inside queries (joins, update-by-query),
+//! entry-level permissions (modes, owners and ACLs of single entries, enforced inside the
+//! statements), and ACL, group and user changes seen by connections that were already logged
+//! in. Certificates are made per test with rcgen; the TLS client is tokio-rustls, no client
+//! library between (except for the tests of the client library and of the `ardacat` CLI).
 
 #[macro_use]
 mod common;
@@ -30,7 +32,11 @@ on_both_backends!(
     tls_tcp_and_certificates,
     https_soap,
     rust_client_over_tls,
+    cli_over_tls,
     permissions_inside_queries,
+    entry_permissions,
+    entry_permission_changes,
+    entry_acl_cleanup,
     live_changes,
     wrong_password
 );
@@ -411,6 +417,135 @@ async fn rust_client_over_tls(b: Backend) {
 }
 
 // ------------------------------------------------------------------------------------------
+// The `ardacat` command-line client over TLS
+
+/// The real `ardacat` binary. It belongs to another package (ardacat-client), for whose
+/// binaries cargo sets no `CARGO_BIN_EXE_*` here, so it is built once per test process with the
+/// cargo running these tests (a no-op when it is up to date), into the same target directory and
+/// profile as `ardacat-server`.
+async fn ardacat_cli() -> PathBuf {
+    static BIN: tokio::sync::OnceCell<PathBuf> = tokio::sync::OnceCell::const_new();
+    BIN.get_or_init(|| async {
+        let server = PathBuf::from(env!("CARGO_BIN_EXE_ardacat-server"));
+        let out = server.parent().expect("binary directory").to_path_buf();
+        let dir_name = out.file_name().and_then(|n| n.to_str()).expect("profile directory").to_string();
+        let profile = if dir_name == "debug" { "dev".to_string() } else { dir_name };
+        let target = out.parent().expect("target directory").to_path_buf();
+        let status = tokio::process::Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "ardacat-client", "--bin", "ardacat", "--profile", &profile])
+            .arg("--target-dir")
+            .arg(&target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .await
+            .expect("run cargo build for the ardacat CLI");
+        assert!(status.success(), "building the ardacat CLI failed");
+        let bin = out.join(format!("ardacat{}", std::env::consts::EXE_SUFFIX));
+        assert!(bin.is_file(), "no CLI at {}", bin.display());
+        bin
+    })
+    .await
+    .clone()
+}
+
+/// Runs `ardacat <args>` one-shot in `dir` (also its HOME, so no mdclient.config of the machine
+/// is read); returns (exit code, stdout, stderr).
+async fn cli(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(ardacat_cli().await)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("ARDACAT_PASSWORD")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out).await.expect("ardacat in time").expect("run ardacat");
+    let text = |b: Vec<u8>| String::from_utf8(b).expect("utf8");
+    (out.status.code().unwrap_or(-1), text(out.stdout), text(out.stderr))
+}
+
+/// `ardacat` one-shot over TLS: password login and certificate login, by flags and by an
+/// mdclient.config (`UseSSL = require`, `TrustedCertDir`, `CertFile`/`KeyFile`,
+/// `AuthenticateWithCertificate`); a CA that did not sign the server's certificate is refused;
+/// `UseSSL = try` falls back to plain TCP only where the server offers no TLS.
+async fn cli_over_tls(b: Backend) {
+    let pki = Pki::new();
+    let srv = start(b, &pki).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, "user_create alice apw").await;
+    ok(&mut root, &format!("user_subject_add alice '{ALICE_DN}'")).await;
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path();
+    let port = srv.tcp.port().to_string();
+    let path = |n: &str| pki.path(n).display().to_string();
+    let (ca, cert, key) = (path("ca.pem"), path("alice.pem"), path("alice.key"));
+    let base = ["--host", "localhost", "--port", port.as_str()];
+
+    // Password login inside TLS.
+    let args = [&base[..], &["--ssl", "--tls-ca", &ca, "--login", "root", "--password", ROOT_PASSWORD, "-c", "whoami"]];
+    assert_eq!(cli(dir, &args.concat()).await, (0, "root\n".into(), String::new()));
+    // A wrong password is the first command's error 4.
+    let args = [&base[..], &["--tls-ca", &ca, "--login", "alice", "--password", "nope", "-c", "whoami"]];
+    let (code, _, err) = cli(dir, &args.concat()).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with("Error 4"), "{err}");
+    // Certificate login: no login given, the certificate maps to alice.
+    let args = [&base[..], &["--tls-ca", &ca, "--tls-cert", &cert, "--tls-key", &key, "-c", "whoami", "-c", "pwd"]];
+    assert_eq!(cli(dir, &args.concat()).await, (0, "alice\n/\n".into(), String::new()));
+
+    // The same from an mdclient.config in the working directory; the CA comes from a directory
+    // that also holds a file that is no certificate. AuthenticateWithCertificate keeps the
+    // file's password unsent, so the (wrong) password does not matter.
+    let cas = dir.join("certificates");
+    std::fs::create_dir(&cas).expect("mkdir");
+    std::fs::write(cas.join("Test-CA.pem"), &pki.ca_pem).expect("write");
+    std::fs::write(cas.join("Test-CA.signing_policy"), "access_id_CA X509 '/O=Org/CN=Test CA'\n").expect("write");
+    let config = format!(
+        "Host = localhost\nPort = {port}\nUseSSL = require\nTrustedCertDir = {}\nCertFile = {cert}\nKeyFile = {key}\n\
+         AuthenticateWithCertificate = 1\nPassword = wrong\nPermissionMask = rwx\n",
+        cas.display()
+    );
+    std::fs::write(dir.join("mdclient.config"), config).expect("write");
+    assert_eq!(cli(dir, &["-c", "whoami"]).await, (0, "alice\n".into(), String::new()));
+    // Flags still win over the file: password login as root inside TLS.
+    let (code, out, err) = cli(dir, &["--login", "root", "--password", ROOT_PASSWORD, "-c", "whoami"]).await;
+    assert_eq!((code, out.as_str()), (0, "root\n"), "{err}");
+
+    // A CA that did not sign the server's certificate: the handshake fails, exit status 2.
+    let (other_ca, _) = make_ca("Other CA");
+    std::fs::write(dir.join("other.pem"), other_ca).expect("write");
+    let args = [&base[..], &["--tls-ca", "other.pem", "--login", "root", "--password", ROOT_PASSWORD, "-c", "whoami"]];
+    let (code, out, err) = cli(dir, &args.concat()).await;
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("TLS handshake"), "{err}");
+    // TLS without any CA at all is refused before connecting (unless the grid default exists).
+    if !std::path::Path::new("/etc/grid-security/certificates").is_dir() {
+        std::fs::remove_file(dir.join("mdclient.config")).expect("rm");
+        let args = [&base[..], &["--ssl", "--login", "root", "--password", ROOT_PASSWORD, "-c", "whoami"]];
+        let (code, _, err) = cli(dir, &args.concat()).await;
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("--tls-ca"), "{err}");
+    }
+
+    // UseSSL = try: TLS where offered (no warning), plain where not (with a warning).
+    let try_config = |port: u16| {
+        format!(
+            "Host = localhost\nPort = {port}\nUseSSL = try\nCAFile = {ca}\nLogin = root\nPassword = {ROOT_PASSWORD}\n"
+        )
+    };
+    std::fs::write(dir.join("mdclient.config"), try_config(srv.tcp.port())).expect("write");
+    assert_eq!(cli(dir, &["-c", "whoami"]).await, (0, "root\n".into(), String::new()));
+    let plain = TestServer::start(b).await;
+    std::fs::write(dir.join("mdclient.config"), try_config(plain.tcp.port())).expect("write");
+    let (code, out, err) = cli(dir, &["-c", "whoami"]).await;
+    assert_eq!((code, out.as_str()), (0, "root\n"), "{err}");
+    assert!(err.contains("without encryption"), "{err}");
+    // ... whereas --ssl (or UseSSL = require) refuses a server without TLS.
+    let (code, _, err) = cli(dir, &["--ssl", "-c", "whoami"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not offer TLS"), "{err}");
+}
+
+// ------------------------------------------------------------------------------------------
 // HTTPS
 
 const ENV11: &str = "http://schemas.xmlsoap.org/soap/envelope/";
@@ -540,6 +675,8 @@ async fn setup_collections(root: &mut RawConn) {
     ok(root, "chown /grp root:team").await;
     ok(root, "chmod /grp rwxrwx---").await;
     ok(root, "chown /mine alice").await;
+    // Entries have their own owner and mode: alice's collection, alice's entry.
+    ok(root, "chown /mine/e1 alice").await;
 }
 
 async fn permissions_inside_queries(b: Backend) {
@@ -570,6 +707,216 @@ async fn permissions_inside_queries(b: Backend) {
     fails(&mut alice, "rm /ro/* 'x = 1'", 4).await;
     fails(&mut alice, "rm /mine/* '/priv:x = 1'", 4).await;
     assert_eq!(ok(&mut root, "selectattr /ro:x ''").await, vec!["1"]);
+}
+
+// ------------------------------------------------------------------------------------------
+// Entry-level permissions
+
+/// `/d` (writable by everyone, so only entry rights matter) with alice's entries a1..a3
+/// (x = 1..3, mode rw-r--r--) and `/j` (root's entries j1..j3, x = 1..3) to join with.
+async fn setup_entries(srv: &TestServer) -> (RawConn, RawConn, RawConn) {
+    let mut root = srv.raw().await;
+    ok(&mut root, "user_create alice apw").await;
+    ok(&mut root, "user_create bob bpw").await;
+    ok(&mut root, "grp_create team").await;
+    for d in ["/d", "/j"] {
+        ok(&mut root, &format!("createdir {d}")).await;
+        ok(&mut root, &format!("addattr {d} x int")).await;
+    }
+    ok(&mut root, "chmod /d rwxrwxrwx").await;
+    for i in 1..=3 {
+        ok(&mut root, &format!("addentry /j/j{i} x {i}")).await;
+    }
+    let mut alice = srv.raw_as("alice", "apw").await;
+    for i in 1..=3 {
+        ok(&mut alice, &format!("addentry /d/a{i} x {i}")).await;
+    }
+    let bob = srv.raw_as("bob", "bpw").await;
+    (root, alice, bob)
+}
+
+/// Reads: a hidden entry is never returned, counted, joined or ordered by, on any read path.
+async fn entry_permissions(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let (mut root, mut alice, mut bob) = setup_entries(&srv).await;
+    assert_eq!(ok(&mut alice, "stat /d/a2").await, vec!["/d/a2", "entry", "alice", "alice", "rw-r--r--"]);
+    assert_eq!(ok(&mut bob, "getattr /d x").await, vec!["a1", "1", "a2", "2", "a3", "3"]);
+
+    ok(&mut alice, "chmod /d/a2 rw-------").await;
+    // bob (already connected) no longer sees a2 anywhere.
+    fails(&mut bob, "getattr /d/a2 x", 4).await;
+    assert_eq!(ok(&mut bob, "getattr /d x").await, vec!["a1", "1", "a3", "3"]);
+    assert_eq!(ok(&mut bob, "getattr /d/a* x").await, vec!["a1", "1", "a3", "3"]);
+    assert_eq!(ok(&mut bob, "find /d 'x > 0'").await, vec!["a1", "a3"]);
+    assert!(ok(&mut bob, "find /d 'x = 2'").await.is_empty());
+    fails(&mut bob, "find /d/a2 ''", 4).await;
+    assert_eq!(ok(&mut bob, "selectattr /d:FILE /d:x ''").await, vec!["a1", "1", "a3", "3"]);
+    // A join: a2 matches j2, but its rows never come back.
+    assert_eq!(ok(&mut bob, "selectattr /d:FILE /j:FILE '/d:x = /j:x'").await, vec!["a1", "j1", "a3", "j3"]);
+    assert_eq!(ok(&mut bob, "selectattr /j:FILE '/d:x = /j:x and /d:FILE = \"a2\"'").await, Vec::<String>::new());
+    // Not used for ordering or limits either.
+    assert_eq!(ok(&mut bob, "selectattr /d:FILE 'order by /d:x desc limit 2'").await, vec!["a3", "a1"]);
+    assert_eq!(ok(&mut bob, "selectattr /d:x 'distinct order by /d:x'").await, vec!["1", "3"]);
+    assert_eq!(ok(&mut bob, "listentries /d").await, vec!["/d/a1", "/d/a3"]);
+    assert_eq!(ok(&mut bob, "dir /d").await, vec!["a1", "entry", "a3", "entry"]);
+    fails(&mut bob, "stat /d/a2", 4).await;
+    fails(&mut bob, "ls /d/a2", 4).await;
+    fails(&mut bob, "getattr /d/nosuch x", 1).await;
+    // The owner and root still see it.
+    assert_eq!(ok(&mut alice, "getattr /d/a2 x").await, vec!["a2", "2"]);
+    assert_eq!(ok(&mut root, "find /d 'x = 2'").await, vec!["a2"]);
+
+    // A user ACL on the entry: visible on bob's live connection at once, no reconnect.
+    ok(&mut alice, "acl_add /d/a2 bob r--").await;
+    assert_eq!(ok(&mut bob, "getattr /d/a2 x").await, vec!["a2", "2"]);
+    assert_eq!(ok(&mut bob, "selectattr /d:FILE /j:FILE '/d:x = /j:x'").await.len(), 6);
+    assert_eq!(ok(&mut alice, "acl_show /d/a2").await, vec!["bob r--"]);
+    assert_eq!(ok(&mut bob, "acl_show /d/a2").await, vec!["bob r--"]);
+    ok(&mut alice, "acl_remove /d/a2 bob").await;
+    fails(&mut bob, "getattr /d/a2 x", 4).await;
+    fails(&mut bob, "acl_show /d/a2", 4).await;
+    // A group ACL: applies as soon as bob joins the group, and stops when he leaves.
+    ok(&mut alice, "acl_add /d/a2 team r--").await;
+    assert_eq!(ok(&mut alice, "acl_show /d/a2").await, vec!["group:team r--"]);
+    fails(&mut bob, "getattr /d/a2 x", 4).await;
+    ok(&mut root, "grp_adduser team bob").await;
+    assert_eq!(ok(&mut bob, "find /d 'x = 2'").await, vec!["a2"]);
+    ok(&mut root, "grp_removeuser team bob").await;
+    assert!(ok(&mut bob, "find /d 'x = 2'").await.is_empty());
+    // Group bits of the entry's own group.
+    ok(&mut root, "grp_adduser team alice").await;
+    ok(&mut alice, "chown /d/a2 alice:team").await;
+    ok(&mut alice, "chmod /d/a2 rw-r-----").await;
+    fails(&mut bob, "getattr /d/a2 x", 4).await;
+    ok(&mut root, "grp_adduser team bob").await;
+    assert_eq!(ok(&mut bob, "getattr /d/a2 x").await, vec!["a2", "2"]);
+}
+
+/// Writes: update-by-query, setattr/clearattr, rm, and who may change modes, owners and ACLs.
+async fn entry_permission_changes(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let (mut root, mut alice, mut bob) = setup_entries(&srv).await;
+    // bob may write a1 (ACL rw-) and a3 (mode rw-rw-rw-), only read a2.
+    ok(&mut alice, "acl_add /d/a1 bob rw-").await;
+    ok(&mut alice, "chmod /d/a3 rw-rw-rw-").await;
+    ok(&mut bob, "updateattr /d x x+10 ''").await;
+    assert_eq!(ok(&mut root, "getattr /d x").await, vec!["a1", "11", "a2", "2", "a3", "13"]);
+    // A condition that selects only a2 changes nothing.
+    ok(&mut bob, "updateattr /d x 100 'x = 2'").await;
+    // And a join on a hidden row of another collection does not either.
+    ok(&mut root, "chmod /j/j1 rw-------").await;
+    ok(&mut bob, "updateattr /d x 50 '/d:x = /j:x + 10'").await;
+    assert_eq!(ok(&mut root, "getattr /d x").await, vec!["a1", "11", "a2", "2", "a3", "50"]);
+    // setattr/clearattr of a named entry without write: 4, nothing changed.
+    fails(&mut bob, "setattr /d/a2 x 99", 4).await;
+    fails(&mut bob, "clearattr /d/a2 x", 4).await;
+    assert_eq!(ok(&mut root, "getattr /d/a2 x").await, vec!["a2", "2"]);
+    // A pattern skips what bob may not write.
+    ok(&mut bob, "setattr /d/a* x 7").await;
+    assert_eq!(ok(&mut root, "getattr /d x").await, vec!["a1", "7", "a2", "2", "a3", "7"]);
+    // Write without read (ACL -w- on a rw------- entry): bob may set a1 but not read it back.
+    ok(&mut alice, "acl_add /d/a1 bob -w-").await;
+    ok(&mut alice, "chmod /d/a1 rw-------").await;
+    ok(&mut bob, "setattr /d/a1 x 8").await;
+    fails(&mut bob, "getattr /d/a1 x", 4).await;
+    assert_eq!(ok(&mut root, "getattr /d/a1 x").await, vec!["a1", "8"]);
+    ok(&mut alice, "chmod /d/a1 rw-r--r--").await;
+
+    // rm needs write on the entry too, unless the caller owns the collection.
+    fails(&mut bob, "rm /d/a2", 4).await;
+    ok(&mut bob, "rm /d/* 'x = 2'").await;
+    assert_eq!(ok(&mut root, "getattr /d/a2 x").await, vec!["a2", "2"]);
+    ok(&mut root, "chown /d bob").await;
+    ok(&mut bob, "rm /d/a2").await;
+    fails(&mut root, "getattr /d/a2 x", 1).await;
+    ok(&mut root, "chown /d root").await;
+
+    // Mode, owner and ACL of an entry: its owner (or root) only.
+    fails(&mut bob, "chmod /d/a1 rwxrwxrwx", 4).await;
+    fails(&mut bob, "chown /d/a1 bob", 4).await;
+    fails(&mut bob, "acl_add /d/a1 bob rwx", 4).await;
+    fails(&mut bob, "acl_remove /d/a1 bob", 4).await;
+    fails(&mut bob, "chmod /d/nosuch rwxrwxrwx", 1).await;
+    // Only root gives an entry away; an owner may change its group to one of its own groups.
+    fails(&mut alice, "chown /d/a1 bob", 4).await;
+    fails(&mut alice, "chown /d/a1 alice:team", 4).await;
+    ok(&mut root, "grp_adduser team alice").await;
+    ok(&mut alice, "chown /d/a1 alice:team").await;
+    ok(&mut root, "chown /d/a1 bob").await;
+    assert_eq!(ok(&mut root, "stat /d/a1").await, vec!["/d/a1", "entry", "bob", "team", "rw-r--r--"]);
+    ok(&mut bob, "chmod /d/a1 rw-------").await;
+    fails(&mut alice, "getattr /d/a1 x", 4).await;
+    // A pattern changes only the caller's own entries.
+    ok(&mut alice, "chmod /d/a* r--r--r--").await;
+    assert_eq!(
+        ok(&mut root, "stat /d/a*").await,
+        vec!["/d/a1", "entry", "bob", "team", "rw-------", "/d/a3", "entry", "alice", "alice", "r--r--r--"]
+    );
+    fails(&mut bob, "chmod /d/a3* rwxrwxrwx", 1).await;
+    // ACLs are set on single entries, not patterns; unknown principals are refused.
+    fails(&mut alice, "acl_add /d/a* bob r--", 3).await;
+    fails(&mut alice, "acl_add /d/a3 nobody r--", 1).await;
+    fails(&mut alice, "acl_remove /d/a3 bob", 1).await;
+    // Entry modes do not loosen the collection rule: no read on /j, no entry of it.
+    ok(&mut root, "chmod /j rwx------").await;
+    ok(&mut root, "chmod /j/j2 rwxrwxrwx").await;
+    fails(&mut bob, "getattr /j/j2 x", 4).await;
+    fails(&mut bob, "acl_show /j/j2", 4).await;
+}
+
+async fn entry_acl_rows(srv: &TestServer) -> i64 {
+    let db = ardacat_store::Db::open(&srv.db.url, ardacat_store::DbOptions::default()).await.expect("open db");
+    let mut c = db.acquire().await.expect("connection");
+    let rows = c
+        .query("SELECT count(*) FROM entry_acls", &[], &[ardacat_core::types::ValueType::Int])
+        .await
+        .expect("count entry_acls");
+    match rows.first().and_then(|r| r.first()) {
+        Some(ardacat_core::types::Value::Int(n)) => *n,
+        other => panic!("count: {other:?}"),
+    }
+}
+
+/// Removing an entry, a collection, a user or a group removes the ACL rows that name it, so a
+/// later entry (SQLite reuses row ids) never inherits them.
+async fn entry_acl_cleanup(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let (mut root, mut alice, mut bob) = setup_entries(&srv).await;
+    ok(&mut alice, "chmod /d/a3 rw-------").await;
+    ok(&mut alice, "acl_add /d/a3 bob r--").await;
+    ok(&mut alice, "acl_add /d/a3 team rw-").await;
+    ok(&mut alice, "acl_add /d/a2 bob r--").await;
+    assert_eq!(entry_acl_rows(&srv).await, 3);
+    assert_eq!(ok(&mut bob, "getattr /d/a3 x").await, vec!["a3", "3"]);
+    // rm of the entry with the highest id: its ACL rows go in the same transaction.
+    ok(&mut alice, "rm /d/a3").await;
+    assert_eq!(entry_acl_rows(&srv).await, 1);
+    // A new entry (on SQLite it gets a3's old id) has no ACL of its own.
+    ok(&mut alice, "addentry /d/a4 x 4").await;
+    ok(&mut alice, "chmod /d/a4 rw-------").await;
+    fails(&mut bob, "getattr /d/a4 x", 4).await;
+    assert!(ok(&mut alice, "acl_show /d/a4").await.is_empty());
+    // Delete by condition.
+    ok(&mut alice, "acl_add /d/a4 team r--").await;
+    ok(&mut alice, "rm /d/* 'x >= 4'").await;
+    assert_eq!(entry_acl_rows(&srv).await, 1);
+    // Removing a user removes its entry ACL rows; a group likewise.
+    ok(&mut alice, "acl_add /d/a1 team r--").await;
+    assert_eq!(entry_acl_rows(&srv).await, 2);
+    ok(&mut root, "user_remove bob").await;
+    assert_eq!(entry_acl_rows(&srv).await, 1);
+    ok(&mut root, "grp_remove team").await;
+    assert_eq!(entry_acl_rows(&srv).await, 0);
+    // Removing the entries and the collection.
+    ok(&mut root, "user_create carol cpw").await;
+    ok(&mut alice, "acl_add /d/a1 carol r--").await;
+    ok(&mut root, "rm /d").await;
+    assert_eq!(entry_acl_rows(&srv).await, 0);
+    ok(&mut alice, "addentry /d/b1 x 1").await;
+    ok(&mut alice, "acl_add /d/b1 carol r--").await;
+    ok(&mut root, "rm /d/b1").await;
+    ok(&mut root, "rmdir /d").await;
+    assert_eq!(entry_acl_rows(&srv).await, 0);
 }
 
 async fn live_changes(b: Backend) {

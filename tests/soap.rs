@@ -1,8 +1,10 @@
 //! End-to-end tests of the SOAP frontend over raw HTTP/1.1 (a tokio TcpStream and hand-written
 //! envelopes; no SOAP library between the test and the server), on SQLite and PostgreSQL:
-//! every operation, every fault kind, paging through 100k rows under concurrent inserts, query
-//! token misuse and continuation across server processes, and hostile input.
+//! every operation, every fault kind, entry-level permissions, paging through 100k rows under
+//! concurrent inserts, query token misuse and continuation across server processes, and hostile
+//! input.
 
+#[macro_use]
 mod common;
 
 use std::net::SocketAddr;
@@ -815,6 +817,69 @@ async fn every_fault_kind_on(b: Backend) {
 // Paging through 100k rows while rows are being inserted
 
 const BIG: usize = 100_000;
+
+// ------------------------------------------------------------------------------------------
+// Entry-level permissions
+
+on_both_backends!(entry_permissions);
+
+/// Entry modes and ACLs over SOAP: getAttributes, query/nextQuery and setAttributes/
+/// clearAttributes see and touch only what the caller may; a named entry it may not use is an
+/// AuthorizationException.
+async fn entry_permissions(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let mut tcp = srv.raw().await;
+    ok(&mut tcp, "user_create alice apw").await;
+    ok(&mut tcp, "user_create bob bpw").await;
+    ok(&mut tcp, "createdir /p").await;
+    ok(&mut tcp, "addattr /p n int").await;
+    ok(&mut tcp, "chmod /p rwxrwxrwx").await;
+    let mut alice = srv.raw_as("alice", "apw").await;
+    for i in 1..=3 {
+        ok(&mut alice, &format!("addentry /p/e{i} n {i}")).await;
+    }
+    ok(&mut alice, "chmod /p/e2 rw-------").await;
+    let bob = Client::user(&srv, "bob", "bpw");
+
+    // getAttributes: the named hidden entry is denied, patterns and collections skip it.
+    let f = bob.fails("getAttributes", &(el("entryName", "/p/e2") + &el("attributeName", "n")), 4).await;
+    assert_eq!(f.kind.as_deref(), Some("AuthorizationException"));
+    let visible =
+        vec![("/p/e1".to_string(), vec![("n".to_string(), s("1"))]), ("/p/e3".into(), vec![("n".into(), s("3"))])];
+    assert_eq!(get(&bob, &["/p/*"], &["n"]).await, visible);
+    assert_eq!(get(&bob, &["/p"], &["n"]).await, visible);
+    // query / nextQuery: pages never hold e2, and the paging does not stop at it.
+    let q = els("select", &["/p:FILE", "/p:n"]) + &el("condition", "/p:n > 0");
+    let p1 = page_of(&bob.ok("query", &(q.clone() + &el("pageSize", "1"))).await);
+    assert_eq!(p1.rows, vec![vec![s("e1"), s("1")]]);
+    let p2 = page_of(&bob.ok("nextQuery", &(el("token", &p1.token.expect("token")) + &el("pageSize", "1"))).await);
+    assert_eq!(p2.rows, vec![vec![s("e3"), s("3")]]);
+    assert!(!p2.more);
+    let hidden = page_of(&bob.ok("query", &(els("select", &["/p:FILE"]) + &el("condition", "/p:n = 2"))).await);
+    assert!(hidden.rows.is_empty());
+
+    // setAttributes / clearAttributes of the named entry: denied, nothing changes.
+    let f = bob.fails("setAttributes", &(el("pattern", "/p/e2") + &attr_val("n", Some("9"))), 4).await;
+    assert_eq!(f.kind.as_deref(), Some("AuthorizationException"));
+    bob.fails("clearAttributes", &(el("pattern", "/p/e2") + &el("attributeName", "n")), 4).await;
+    // bob may write e1 only (ACL): a pattern with a condition updates just that one.
+    ok(&mut alice, "acl_add /p/e1 bob rw-").await;
+    let by_query = el("pattern", "/p/*") + &el("condition", "n > 0") + &attr_val("n", Some("5"));
+    assert_eq!(bob.ok("setAttributes", &by_query).await.child_text("updated"), "1");
+    let r = bob.ok("setAttributes", &(el("pattern", "/p/*") + &attr_val("n", Some("6")))).await;
+    assert_eq!(r.child_text("updated"), "1");
+    let root = Client::root(&srv);
+    assert_eq!(
+        get(&root, &["/p/*"], &["n"]).await.into_iter().map(|(_, v)| v[0].1.clone()).collect::<Vec<_>>(),
+        vec![s("6"), s("2"), s("3")]
+    );
+    // An ACL grant applies to the next request at once.
+    ok(&mut alice, "acl_add /p/e2 bob r--").await;
+    assert_eq!(get(&bob, &["/p/e2"], &["n"]).await, vec![("/p/e2".to_string(), vec![("n".to_string(), s("2"))])]);
+    bob.fails("setAttributes", &(el("pattern", "/p/e2") + &attr_val("n", Some("9"))), 4).await;
+    // removeEntry of a named entry bob may not write: denied.
+    bob.fails("removeEntry", &el("pattern", "/p/e2"), 4).await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paging_100k_rows_under_concurrent_inserts() {

@@ -5,7 +5,8 @@
 //!
 //! With [`ClientConfig::tls`] the client sends the `ssl` option, reads `OK`, runs the TLS
 //! handshake (rustls, ring provider) on the same socket and logs in inside TLS; with a client
-//! certificate and an empty login it logs in by certificate.
+//! certificate and an empty login it logs in by certificate. [`ClientConfig::tls_optional`]
+//! (mdclient's `UseSSL = try`) falls back to plain TCP when the server does not offer `ssl`.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -51,6 +52,10 @@ pub struct ClientConfig {
     pub connect_timeout: Option<Duration>,
     /// Connect with TLS (`ssl`, or `resumeSSL<id>` when resuming). `None`: plain TCP.
     pub tls: Option<TlsClientConfig>,
+    /// With `tls`: connect without TLS instead of failing when the server's greeting does not
+    /// offer `ssl` (mdclient's `UseSSL = try`). Whoever can alter the greeting on the network can
+    /// force the fallback, so the password then travels in clear; [`Client::is_tls`] tells.
+    pub tls_optional: bool,
 }
 
 /// TLS settings: the CA certificates the server's certificate must chain to, and optionally a
@@ -58,18 +63,50 @@ pub struct ClientConfig {
 /// user the certificate's subject maps to on the server.
 #[derive(Debug, Clone, Default)]
 pub struct TlsClientConfig {
+    /// A PEM file of CA certificates, or a directory of such files (as the grid's
+    /// `/etc/grid-security/certificates`: every file holding PEM certificates counts, others are
+    /// skipped).
     pub ca: PathBuf,
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
 }
 
 impl TlsClientConfig {
-    fn connector(&self) -> Result<tokio_rustls::TlsConnector> {
+    /// The trusted CA certificates: those of the file, or of every file of the directory.
+    fn roots(&self) -> Result<rustls::RootCertStore> {
         let bad = |what: &str, e: &dyn fmt::Display| ClientError::InvalidArgument(format!("TLS {what}: {e}"));
         let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_file_iter(&self.ca).map_err(|e| bad("CA file", &e))? {
-            roots.add(cert.map_err(|e| bad("CA file", &e))?).map_err(|e| bad("CA certificate", &e))?;
+        if self.ca.is_dir() {
+            let dir =
+                std::fs::read_dir(&self.ca).map_err(|e| bad(&format!("CA directory {}", self.ca.display()), &e))?;
+            let mut files: Vec<PathBuf> =
+                dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+            files.sort();
+            for file in files {
+                // CRLs, signing policies and the like live there too: keep what parses.
+                let Ok(certs) = CertificateDer::pem_file_iter(&file) else { continue };
+                for cert in certs.flatten() {
+                    let _ = roots.add(cert);
+                }
+            }
+            if roots.is_empty() {
+                return Err(bad("CA directory", &format!("no PEM certificate in {}", self.ca.display())));
+            }
+            return Ok(roots);
         }
+        let file = |e: &dyn fmt::Display| bad(&format!("CA file {}", self.ca.display()), e);
+        for cert in CertificateDer::pem_file_iter(&self.ca).map_err(|e| file(&e))? {
+            roots.add(cert.map_err(|e| file(&e))?).map_err(|e| bad("CA certificate", &e))?;
+        }
+        if roots.is_empty() {
+            return Err(file(&"no PEM certificate in it"));
+        }
+        Ok(roots)
+    }
+
+    fn connector(&self) -> Result<tokio_rustls::TlsConnector> {
+        let bad = |what: &str, e: &dyn fmt::Display| ClientError::InvalidArgument(format!("TLS {what}: {e}"));
+        let roots = self.roots()?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
@@ -101,6 +138,7 @@ impl Default for ClientConfig {
             escape: false,
             session: false,
             tls: None,
+            tls_optional: false,
             max_line: DEFAULT_MAX_LINE,
             connect_timeout: Some(Duration::from_secs(15)),
         }
@@ -119,6 +157,7 @@ impl fmt::Debug for ClientConfig {
             .field("max_line", &self.max_line)
             .field("connect_timeout", &self.connect_timeout)
             .field("tls", &self.tls)
+            .field("tls_optional", &self.tls_optional)
             .finish()
     }
 }
@@ -180,6 +219,8 @@ pub struct Client {
     config: Box<ClientConfig>,
     greeting: Greeting,
     escape: bool,
+    /// The connection runs over TLS.
+    tls: bool,
     session: Option<u64>,
     /// A reply has been started whose end marker is still unread (its stream was dropped).
     in_reply: bool,
@@ -198,8 +239,17 @@ impl fmt::Debug for Client {
     }
 }
 
+/// A connection just opened: the framed stream, the server's greeting, and whether `escape` and
+/// TLS are in force.
+struct Opened {
+    framed: Conn,
+    greeting: Greeting,
+    escape: bool,
+    tls: bool,
+}
+
 /// Connects, reads the greeting, sends the options and (unless resuming) the login block.
-async fn open(config: &ClientConfig, resume: Option<u64>, want_escape: bool) -> Result<(Conn, Greeting, bool)> {
+async fn open(config: &ClientConfig, resume: Option<u64>, want_escape: bool) -> Result<Opened> {
     let addr = format!("{}:{}", config.host, config.port);
     let handshake = async {
         let stream = TcpStream::connect((config.host.as_str(), config.port))
@@ -224,10 +274,14 @@ async fn open(config: &ClientConfig, resume: Option<u64>, want_escape: bool) -> 
             .map_err(|e| ClientError::Protocol(format!("bad server greeting: {e}")))?;
         *framed.codec_mut() = ClientCodec::new(config.max_line).with_protocol(greeting.protocol());
         let escape = want_escape && greeting.has_option("escape");
-        let transport = if config.tls.is_some() { Transport::Ssl } else { Transport::Plain };
-        if transport == Transport::Ssl && !greeting.has_option("ssl") {
-            return Err(ClientError::Connect(format!("{addr}: the server does not offer TLS (ssl)")));
-        }
+        let tls = match &config.tls {
+            Some(_) if !greeting.has_option("ssl") && config.tls_optional => None,
+            Some(_) if !greeting.has_option("ssl") => {
+                return Err(ClientError::Connect(format!("{addr}: the server does not offer TLS (ssl)")));
+            }
+            other => other.as_ref(),
+        };
+        let transport = if tls.is_some() { Transport::Ssl } else { Transport::Plain };
         let mut options = ClientOptions::new(transport).with_escape(escape);
         if let Some(id) = resume {
             options = options.with_resume(id);
@@ -253,7 +307,7 @@ async fn open(config: &ClientConfig, resume: Option<u64>, want_escape: bool) -> 
                 None => return Err(ClientError::Connect(format!("{addr}: connection closed after the options"))),
             }
         }
-        let mut framed = match &config.tls {
+        let mut framed = match tls {
             None => rewrap(framed, Io::Plain),
             Some(tls) => {
                 // The handshake starts right after OK, on the same socket.
@@ -278,7 +332,7 @@ async fn open(config: &ClientConfig, resume: Option<u64>, want_escape: bool) -> 
             login.password = config.password.clone();
             framed.send(ClientPiece::Login(&login)).await?;
         }
-        Ok((framed, greeting, escape))
+        Ok(Opened { framed, greeting, escape, tls: tls.is_some() })
     };
     match config.connect_timeout {
         Some(limit) => tokio::time::timeout(limit, handshake)
@@ -292,8 +346,17 @@ impl Client {
     /// Opens a connection and logs in. The server reports a failed login only as the error of the
     /// first command, so a bad password shows up there.
     pub async fn connect(config: ClientConfig) -> Result<Client> {
-        let (framed, greeting, escape) = open(&config, None, config.escape).await?;
-        Ok(Client { framed, config: Box::new(config), greeting, escape, session: None, in_reply: false, broken: false })
+        let Opened { framed, greeting, escape, tls } = open(&config, None, config.escape).await?;
+        Ok(Client {
+            framed,
+            config: Box::new(config),
+            greeting,
+            escape,
+            tls,
+            session: None,
+            in_reply: false,
+            broken: false,
+        })
     }
 
     pub fn config(&self) -> &ClientConfig {
@@ -307,6 +370,11 @@ impl Client {
     /// Whether the `escape` extension is in force on this connection.
     pub fn escape(&self) -> bool {
         self.escape
+    }
+
+    /// Whether this connection runs over TLS (with [`ClientConfig::tls_optional`] it may not).
+    pub fn is_tls(&self) -> bool {
+        self.tls
     }
 
     /// The last session id the server announced in an end marker.
@@ -325,23 +393,24 @@ impl Client {
         let id = self
             .session
             .ok_or_else(|| ClientError::InvalidArgument("the server has not announced a session id".into()))?;
-        let (framed, greeting, _) = open(&self.config, Some(id), self.escape).await?;
-        self.replace(framed, greeting);
+        let opened = open(&self.config, Some(id), self.escape).await?;
+        self.replace(opened);
         Ok(())
     }
 
     /// Opens a new connection with a fresh login (the session, if any, is forgotten).
     pub async fn reconnect(&mut self) -> Result<()> {
-        let (framed, greeting, escape) = open(&self.config, None, self.config.escape).await?;
-        self.replace(framed, greeting);
-        self.escape = escape;
+        let opened = open(&self.config, None, self.config.escape).await?;
+        self.escape = opened.escape;
+        self.replace(opened);
         self.session = None;
         Ok(())
     }
 
-    fn replace(&mut self, framed: Conn, greeting: Greeting) {
-        self.framed = framed;
-        self.greeting = greeting;
+    fn replace(&mut self, opened: Opened) {
+        self.framed = opened.framed;
+        self.greeting = opened.greeting;
+        self.tls = opened.tls;
         self.in_reply = false;
         self.broken = false;
     }

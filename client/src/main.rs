@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ardacat_client::bench::{self, BenchOptions, Protocol, Scenario};
-use ardacat_client::{Client, ClientConfig, DEFAULT_PORT, Format, MdConfig, UseSsl};
+use ardacat_client::{Client, ClientConfig, DEFAULT_PORT, Format, MdConfig, TlsClientConfig, UseSsl};
 use clap::{Args, Parser, Subcommand};
 
 /// Default HTTP port of the SOAP endpoint (for `bench --protocol soap`).
@@ -23,7 +23,8 @@ const DEFAULT_SOAP_PORT: u16 = 8823;
     after_help = "Without -c, -f or a subcommand, commands are read from standard input when it is not a \
                   terminal, otherwise an interactive shell starts (prompt `Query>`).\n\
                   Settings are read from ~/.mdclient.config, then ./mdclient.config (Host, Port, Login, \
-                  Password, UseSSL); flags override them."
+                  Password, UseSSL, TrustedCertDir, CAFile, CertFile, KeyFile, AuthenticateWithCertificate); \
+                  flags override them."
 )]
 struct Cli {
     #[command(flatten)]
@@ -50,7 +51,8 @@ struct ConnArgs {
     /// Server port [config: Port; default 8822].
     #[arg(long, global = true)]
     port: Option<u16>,
-    /// Login name [config: Login; default anonymous].
+    /// Login name [config: Login; default anonymous, or empty (login by certificate) with a client
+    /// certificate].
     #[arg(long, global = true)]
     login: Option<String>,
     /// Password [config: Password].
@@ -65,7 +67,28 @@ struct ConnArgs {
     /// Read only this configuration file instead of ~/.mdclient.config and ./mdclient.config.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Use TLS: send the `ssl` option, then log in inside TLS [config: UseSSL = require].
+    #[arg(long, visible_alias = "tls", global = true, help_heading = "TLS")]
+    ssl: bool,
+    /// Connect without TLS whatever the configuration says.
+    #[arg(long, global = true, conflicts_with_all = ["ssl", "tls_ca", "tls_cert", "tls_key"], help_heading = "TLS")]
+    no_ssl: bool,
+    /// CA certificates the server's certificate must chain to: a PEM file, or a directory of them
+    /// [config: CAFile or TrustedCertDir; default /etc/grid-security/certificates if it exists].
+    /// Implies --ssl.
+    #[arg(long, global = true, value_name = "FILE|DIR", help_heading = "TLS")]
+    tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM) [config: CertFile]; without a login, log in as the user it maps
+    /// to on the server. Implies --ssl.
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_key", help_heading = "TLS")]
+    tls_cert: Option<PathBuf>,
+    /// Key of the client certificate (PEM) [config: KeyFile]. Implies --ssl.
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_cert", help_heading = "TLS")]
+    tls_key: Option<PathBuf>,
 }
+
+/// mdclient's default place for trusted CA certificates.
+const GRID_CERT_DIR: &str = "/etc/grid-security/certificates";
 
 #[derive(Subcommand, Debug)]
 enum Sub {
@@ -217,10 +240,14 @@ fn report(result: anyhow::Result<()>) -> Result<ExitCode, ExitCode> {
 }
 
 async fn connect_or_report(config: ClientConfig) -> Result<Client, ExitCode> {
-    Client::connect(config).await.map_err(|e| {
+    let client = Client::connect(config).await.map_err(|e| {
         eprintln!("Error {}: {}", e.code(), e.message());
         ExitCode::from(EXIT_SETUP)
-    })
+    })?;
+    if client.config().tls.is_some() && !client.is_tls() {
+        eprintln!("ardacat: warning: the server does not offer TLS; connected without encryption (UseSSL = try)");
+    }
+    Ok(client)
 }
 
 /// Settings from the config files, overridden by flags. Also returns the file's port, which
@@ -239,22 +266,73 @@ fn resolve_config(args: &ConnArgs) -> Result<(ClientConfig, Option<u16>), String
     for warning in &file.warnings {
         eprintln!("ardacat: warning: {warning}");
     }
-    if file.use_ssl == Some(UseSsl::Require) {
-        return Err("the configuration says `UseSSL = require`, but this client cannot use TLS; \
-                    set `UseSSL = no` (or `try`) to connect without encryption"
-            .into());
-    }
+    let (tls, tls_optional) = resolve_tls(args, &file)?;
+    // Certificate login: an empty login line, unless a login is given (then the certificate
+    // must map to it); AuthenticateWithCertificate = 1 also keeps the file's password unsent.
+    let cert_login = tls.as_ref().is_some_and(|t| t.cert.is_some());
+    let by_cert = cert_login && file.auth_with_cert == Some(true);
     let defaults = ClientConfig::default();
+    let default_login = if cert_login { String::new() } else { defaults.login.clone() };
     let config = ClientConfig {
         host: args.host.clone().or(file.host).unwrap_or(defaults.host),
         port: args.port.or(file.port).unwrap_or(defaults.port),
-        login: args.login.clone().or(file.login).unwrap_or(defaults.login),
-        password: args.password.clone().or(file.password),
+        login: args.login.clone().or(file.login).unwrap_or(default_login),
+        password: args.password.clone().or(if by_cert { None } else { file.password }),
         escape: args.escape,
         session: args.session,
+        tls,
+        tls_optional,
         ..defaults
     };
     Ok((config, file.port))
+}
+
+/// TLS from flags and config: `--ssl` or any `--tls-*` flag (or `UseSSL = require`) requires
+/// it, `UseSSL = try` uses it when the server offers it, `--no-ssl` or `UseSSL = no` never.
+/// Returns the settings and whether a plain connection is acceptable.
+fn resolve_tls(args: &ConnArgs, file: &MdConfig) -> Result<(Option<TlsClientConfig>, bool), String> {
+    let flags = args.ssl || args.tls_ca.is_some() || args.tls_cert.is_some();
+    let mode = match (args.no_ssl, flags) {
+        (true, _) => UseSsl::No,
+        (false, true) => UseSsl::Require,
+        (false, false) => file.use_ssl.unwrap_or(UseSsl::No),
+    };
+    if mode == UseSsl::No {
+        return Ok((None, false));
+    }
+    let grid = PathBuf::from(GRID_CERT_DIR);
+    let ca = args
+        .tls_ca
+        .clone()
+        .or_else(|| file.ca_file.clone())
+        .or_else(|| file.trusted_cert_dir.clone())
+        .or_else(|| grid.is_dir().then_some(grid));
+    let (cert, key) = match (&args.tls_cert, &args.tls_key) {
+        (Some(c), Some(k)) => (Some(c.clone()), Some(k.clone())),
+        _ => (file.cert_file.clone(), file.key_file.clone()),
+    };
+    if cert.is_some() != key.is_some() {
+        return Err(
+            "a client certificate needs its key: give both CertFile and KeyFile (or --tls-cert and --tls-key)".into()
+        );
+    }
+    if file.auth_with_cert == Some(true) && cert.is_none() {
+        return Err("`AuthenticateWithCertificate = 1` needs CertFile and KeyFile (or --tls-cert and --tls-key)".into());
+    }
+    match (ca, mode) {
+        (Some(ca), mode) => Ok((Some(TlsClientConfig { ca, cert, key }), mode == UseSsl::Try)),
+        (None, UseSsl::Try) => {
+            eprintln!(
+                "ardacat: warning: `UseSSL = try` without CA certificates (--tls-ca, CAFile or TrustedCertDir): \
+                 connecting without TLS"
+            );
+            Ok((None, false))
+        }
+        (None, _) => Err(format!(
+            "TLS needs the CA certificates that signed the server's certificate: give --tls-ca <file or directory>, \
+             or CAFile / TrustedCertDir in the configuration ({GRID_CERT_DIR} does not exist)"
+        )),
+    }
 }
 
 async fn run_bench(opts: BenchOptions, setup: Option<ClientConfig>, json: bool) -> Result<ExitCode, ExitCode> {

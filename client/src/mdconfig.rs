@@ -19,6 +19,17 @@ pub struct MdConfig {
     pub login: Option<String>,
     pub password: Option<String>,
     pub use_ssl: Option<UseSsl>,
+    /// `CAFile`: a PEM file of CA certificates the server's certificate must chain to (an
+    /// ardacat key; `TrustedCertDir` is mdclient's).
+    pub ca_file: Option<PathBuf>,
+    /// `TrustedCertDir`: a directory of CA certificates (mdclient's default is
+    /// `/etc/grid-security/certificates`).
+    pub trusted_cert_dir: Option<PathBuf>,
+    /// `CertFile`, `KeyFile`: the client certificate and its key (PEM), presented over TLS.
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// `AuthenticateWithCertificate = 1`: log in by the certificate, not by password.
+    pub auth_with_cert: Option<bool>,
     /// Keys that are valid AMGA settings but have no effect here (`PermissionMask`, `Home` …).
     pub ignored: Vec<String>,
     /// Lines that could not be understood, as `file:line: reason`.
@@ -55,6 +66,20 @@ impl MdConfig {
                     "require" | "yes" | "1" | "true" => cfg.use_ssl = Some(UseSsl::Require),
                     _ => warn(&mut cfg, &format!("UseSSL {value:?} is not one of no, try, require")),
                 },
+                "cafile" => cfg.ca_file = Some(expand_home(value)),
+                "trustedcertdir" => cfg.trusted_cert_dir = Some(expand_home(value)),
+                "certfile" => cfg.cert_file = Some(expand_home(value)),
+                "keyfile" => cfg.key_file = Some(expand_home(value)),
+                "authenticatewithcertificate" => match parse_bool(value) {
+                    Some(b) => cfg.auth_with_cert = Some(b),
+                    None => warn(&mut cfg, &format!("AuthenticateWithCertificate {value:?} is not 0 or 1")),
+                },
+                "usegridproxy" | "ignorecertificatenamemismatch" => {
+                    if parse_bool(value) == Some(true) {
+                        warn(&mut cfg, &format!("{key} is not supported by this client; ignored"));
+                    }
+                    cfg.ignored.push(key.to_owned());
+                }
                 _ => cfg.ignored.push(key.to_owned()),
             }
         }
@@ -68,6 +93,11 @@ impl MdConfig {
         self.login = later.login.or(self.login);
         self.password = later.password.or(self.password);
         self.use_ssl = later.use_ssl.or(self.use_ssl);
+        self.ca_file = later.ca_file.or(self.ca_file);
+        self.trusted_cert_dir = later.trusted_cert_dir.or(self.trusted_cert_dir);
+        self.cert_file = later.cert_file.or(self.cert_file);
+        self.key_file = later.key_file.or(self.key_file);
+        self.auth_with_cert = later.auth_with_cert.or(self.auth_with_cert);
         self.ignored.extend(later.ignored);
         self.warnings.extend(later.warnings);
         self
@@ -106,6 +136,23 @@ impl MdConfig {
     }
 }
 
+/// `1`/`0`, `yes`/`no`, `true`/`false` (any case).
+fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "1" | "yes" | "true" | "on" => Some(true),
+        "0" | "no" | "false" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// A path, with a leading `~/` taken as the home directory.
+fn expand_home(value: &str) -> PathBuf {
+    match (value.strip_prefix("~/"), std::env::var_os("HOME").filter(|h| !h.is_empty())) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(value),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +180,30 @@ mod tests {
         assert_eq!(cfg.warnings.len(), 3);
         assert!(cfg.warnings[0].starts_with("x.conf:2: Port"));
         assert!(cfg.warnings[1].starts_with("x.conf:4:"));
+    }
+
+    #[test]
+    fn tls_keys() {
+        let text = "UseSSL = require\nTrustedCertDir = /etc/grid-security/certificates\nCAFile=/ca.pem\n\
+                    CertFile = /u/cert.pem\nKeyFile = /u/key.pem\nAuthenticateWithCertificate = 1\n\
+                    UseGridProxy = 0\nIgnoreCertificateNameMismatch = 1\n";
+        let cfg = MdConfig::parse(text, "f");
+        assert_eq!(cfg.use_ssl, Some(UseSsl::Require));
+        assert_eq!(cfg.trusted_cert_dir, Some(PathBuf::from("/etc/grid-security/certificates")));
+        assert_eq!(cfg.ca_file, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(cfg.cert_file, Some(PathBuf::from("/u/cert.pem")));
+        assert_eq!(cfg.key_file, Some(PathBuf::from("/u/key.pem")));
+        assert_eq!(cfg.auth_with_cert, Some(true));
+        // Accepted but unsupported: a warning only when switched on.
+        assert_eq!(cfg.warnings.len(), 1, "{:?}", cfg.warnings);
+        assert!(cfg.warnings[0].contains("IgnoreCertificateNameMismatch"));
+        let bad = MdConfig::parse("AuthenticateWithCertificate = maybe\n", "f");
+        assert_eq!(bad.auth_with_cert, None);
+        assert_eq!(bad.warnings.len(), 1);
+        let later = MdConfig::parse("CertFile = /other.pem\n", "g");
+        let merged = cfg.merge(later);
+        assert_eq!(merged.cert_file, Some(PathBuf::from("/other.pem")));
+        assert_eq!(merged.key_file, Some(PathBuf::from("/u/key.pem")));
     }
 
     #[test]

@@ -481,3 +481,34 @@ async fn connect_failure_is_a_connect_error() {
     assert!(matches!(e, ClientError::Connect(_)), "{e:?}");
     assert_eq!(e.code(), -1);
 }
+
+/// `tls_optional` (mdclient's `UseSSL = try`): a server that offers no `ssl` gets a plain
+/// connection; without it, TLS settings against such a server are a connect error.
+#[tokio::test]
+async fn tls_optional_falls_back_to_plain() {
+    use ardacat_client::TlsClientConfig;
+    let (listener, config) = listener().await;
+    let tls = TlsClientConfig { ca: "/nonexistent/ca.pem".into(), cert: None, key: None };
+    let server = tokio::spawn(async move {
+        let mut s = Fake::accept(&listener).await;
+        let (options, login) = s.handshake().await;
+        assert_eq!(options, ["plain"]);
+        assert_eq!(login, ["0 alice", "5 pw d"]);
+        s.expect("whoami").await;
+        s.send("0\nalice\n\u{4}\u{4}").await;
+        s.expect_eof().await;
+        // Required TLS: the client gives up after the greeting, before sending anything.
+        let mut s = Fake::accept(&listener).await;
+        s.send(GREETING).await;
+        s.expect_eof().await;
+    });
+    let optional = ClientConfig { tls: Some(tls.clone()), tls_optional: true, ..config.clone() };
+    let mut c = Client::connect(optional).await.expect("plain fallback");
+    assert!(!c.is_tls());
+    assert_eq!(c.whoami().await.expect("whoami"), "alice");
+    c.close().await.expect("close");
+    let required = ClientConfig { tls: Some(tls), ..config };
+    let e = Client::connect(required).await.expect_err("TLS required");
+    assert!(e.message().contains("does not offer TLS"), "{e:?}");
+    join(server).await;
+}

@@ -6,7 +6,7 @@ use std::future::Future;
 use tokio::sync::mpsc;
 
 use crate::error::Result;
-use crate::perm::AclEntry;
+use crate::perm::{AclEntry, Principal};
 use crate::query::{Term, ast};
 use crate::types::{AttrType, Value, ValueType};
 
@@ -40,6 +40,53 @@ pub struct NewEntry {
     pub values: Vec<Value>,
 }
 
+/// Entry-level permissions a statement enforces in its own SQL: a row of table `i` takes part
+/// (is returned, counted, ordered by, updated or deleted) only if `user` holds every right of
+/// `needs[i]` on that entry: owner bits if it owns the entry, group bits if it is in the entry's
+/// group, other bits otherwise, widened by the entry's ACL rows for the user or its groups
+/// (the rule of [`crate::perm::Guard::rights`]). Root gets no filter at all (`None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryAccess {
+    pub user: String,
+    pub groups: Vec<String>,
+    /// Rights needed per table of the plan (same index as `tables`); 0 = unchecked.
+    pub needs: Vec<u16>,
+}
+
+impl EntryAccess {
+    /// The filter for `who` needing `needs[i]` on entries of table `i`; `None` for root or when
+    /// nothing is needed.
+    pub fn new(who: &Principal, needs: Vec<u16>) -> Option<EntryAccess> {
+        if who.is_root() || needs.iter().all(|n| *n == 0) {
+            return None;
+        }
+        Some(EntryAccess { user: who.user.clone(), groups: who.groups.clone(), needs })
+    }
+
+    /// The rights needed on table `i` (0 if none).
+    pub fn need(&self, table: usize) -> u16 {
+        self.needs.get(table).copied().unwrap_or(0)
+    }
+}
+
+/// One entry's permission facts, for decisions about a single named entry (chmod, ACLs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryMeta {
+    pub id: i64,
+    pub name: String,
+    pub owner: String,
+    pub group: String,
+    pub perms: u16,
+}
+
+/// What `set_entry_meta` changes; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntryMetaChange {
+    pub owner: Option<String>,
+    pub group: Option<String>,
+    pub perms: Option<u16>,
+}
+
 /// A resolved, type-checked read over one or more collections (implicit inner join).
 /// Table `i` of the join is `tables[i]`; every `Term` names a table by that index.
 #[derive(Debug, Clone)]
@@ -56,6 +103,9 @@ pub struct SelectPlan {
     pub limit: Option<u64>,
     /// Keyset position: continue strictly after this key (values of `order_keys()`).
     pub after: Option<Vec<Value>>,
+    /// Entry permissions enforced inside the statement (`None`: every row, for root and for
+    /// internal existence checks).
+    pub access: Option<EntryAccess>,
 }
 
 impl SelectPlan {
@@ -91,6 +141,8 @@ pub struct UpdatePlan {
     pub assignments: Vec<(AttrDef, ast::Expr<Term>)>,
     pub filter: Option<ast::Expr<Term>>,
     pub name_patterns: Vec<(usize, String)>,
+    /// Typically WRITE on table 0 and READ on the others: other entries are left alone.
+    pub access: Option<EntryAccess>,
 }
 
 /// A delete of entries of one collection (table 0), filtered like an update.
@@ -99,6 +151,7 @@ pub struct DeletePlan {
     pub tables: Vec<i64>,
     pub filter: Option<ast::Expr<Term>>,
     pub name_patterns: Vec<(usize, String)>,
+    pub access: Option<EntryAccess>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -142,7 +195,8 @@ pub trait StoreConn: Send + 'static {
         perms: u16,
         attrs: &[(String, AttrType, bool)],
     ) -> impl Future<Output = Result<CollectionInfo>> + Send;
-    /// Drops the collection, its table, attributes, ACLs and sequences. The caller checks emptiness.
+    /// Drops the collection, its table, attributes, ACLs (its own and its entries') and sequences.
+    /// The caller checks emptiness.
     fn remove_collection(&mut self, id: i64) -> impl Future<Output = Result<()>> + Send;
     fn set_collection_owner(&mut self, id: i64, owner: &str, group: &str) -> impl Future<Output = Result<()>> + Send;
     fn set_collection_perms(&mut self, id: i64, perms: u16) -> impl Future<Output = Result<()>> + Send;
@@ -166,7 +220,40 @@ pub trait StoreConn: Send + 'static {
         entries: Vec<NewEntry>,
     ) -> impl Future<Output = Result<u64>> + Send;
     fn update_entries(&mut self, plan: &UpdatePlan) -> impl Future<Output = Result<u64>> + Send;
+    /// Deletes entries and, in the same statement sequence, the ACL rows of deleted entries.
     fn delete_entries(&mut self, plan: &DeletePlan) -> impl Future<Output = Result<u64>> + Send;
+
+    /// The permission facts of the entries of a collection whose names match `pattern` (LIKE
+    /// syntax, as in plans), by name; with `lock`, the rows stay locked until the transaction
+    /// ends (so an entry cannot vanish under a new ACL row).
+    fn entry_meta(
+        &mut self,
+        collection_id: i64,
+        pattern: &str,
+        lock: bool,
+    ) -> impl Future<Output = Result<Vec<EntryMeta>>> + Send;
+    /// Changes owner, group and/or mode of the entries matching `pattern`; with `only_owner`,
+    /// only of those owned by that user. Returns how many entries changed.
+    fn set_entry_meta(
+        &mut self,
+        collection_id: i64,
+        pattern: &str,
+        only_owner: Option<&str>,
+        change: &EntryMetaChange,
+    ) -> impl Future<Output = Result<u64>> + Send;
+    fn entry_acl(&mut self, collection_id: i64, entry_id: i64) -> impl Future<Output = Result<Vec<AclEntry>>> + Send;
+    fn set_entry_acl(
+        &mut self,
+        collection_id: i64,
+        entry_id: i64,
+        entry: &AclEntry,
+    ) -> impl Future<Output = Result<()>> + Send;
+    fn remove_entry_acl(
+        &mut self,
+        collection_id: i64,
+        entry_id: i64,
+        principal: &str,
+    ) -> impl Future<Output = Result<u64>> + Send;
     /// Streams rows into `tx` until done, or until the receiver is dropped (cancel).
     fn select(&mut self, plan: &SelectPlan, tx: RowSender) -> impl Future<Output = Result<u64>> + Send;
     /// Runs a select that can match at most a few rows (one named entry) in one round trip and

@@ -4,7 +4,8 @@
 use ardacat_core::error::{Error, Result};
 use ardacat_core::perm::AclEntry;
 use ardacat_core::store::{
-    AttrDef, CollectionInfo, DeletePlan, NewEntry, RowSender, SelectPlan, Store, StoreConn, UpdatePlan, UserRecord,
+    AttrDef, CollectionInfo, DeletePlan, EntryMeta, EntryMetaChange, NewEntry, RowSender, SelectPlan, Store, StoreConn,
+    UpdatePlan, UserRecord,
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
 use chrono::Utc;
@@ -17,7 +18,7 @@ use tokio::sync::mpsc;
 use crate::error::StoreError;
 use crate::exec::{Backend, Conn, Db};
 use crate::sql::compile::{attr_column, table_name};
-use crate::sql::{Dialect, compile_delete, compile_insert, compile_select, compile_update};
+use crate::sql::{Compiled, Dialect, compile_delete, compile_insert, compile_select, compile_update, statements};
 
 /// Translate a storage failure into the catalogue's error; causes stay in the log.
 pub fn map_err(e: StoreError) -> Error {
@@ -244,6 +245,14 @@ impl SqlConn {
 
     async fn rows(&mut self, sql: &str, params: &[Value], types: &[ValueType]) -> Result<Vec<Vec<Value>>> {
         self.conn.query(sql, params, types).await.map_err(map_err)
+    }
+
+    async fn exec_compiled(&mut self, c: &Compiled) -> Result<u64> {
+        self.exec(&c.sql, &c.params).await
+    }
+
+    async fn rows_compiled(&mut self, c: &Compiled) -> Result<Vec<Vec<Value>>> {
+        self.rows(&c.sql, &c.params, &c.types).await
     }
 
     async fn batch(&mut self, sql: &str) -> Result<()> {
@@ -477,6 +486,7 @@ impl StoreConn for SqlConn {
             let sql = format!("DELETE FROM {t} WHERE collection_id = {}", self.p(1, ValueType::Int));
             self.exec(&sql, &[Value::Int(id)]).await?;
         }
+        self.exec_compiled(&statements::delete_collection_entry_acls(self.dialect, id)).await?;
         let sql = format!("DELETE FROM collections WHERE id = {}", self.p(1, ValueType::Int));
         self.exec(&sql, &[Value::Int(id)]).await.map(|_| ())
     }
@@ -644,7 +654,60 @@ impl StoreConn for SqlConn {
             return Ok(0);
         }
         let c = compile_delete(self.dialect, plan);
-        self.exec(&c.sql, &c.params).await
+        let n = self.exec(&c.sql, &c.params).await?;
+        if n > 0 {
+            self.exec_compiled(&statements::delete_orphan_entry_acls(self.dialect, plan.tables[0])).await?;
+        }
+        Ok(n)
+    }
+
+    async fn entry_meta(&mut self, collection_id: i64, pattern: &str, lock: bool) -> Result<Vec<EntryMeta>> {
+        let c = statements::select_entry_meta(self.dialect, collection_id, pattern, lock);
+        let rows = self.rows_compiled(&c).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| EntryMeta {
+                id: int_of(&r[0]),
+                name: text_of(&r[1]),
+                owner: text_of(&r[2]),
+                group: text_of(&r[3]),
+                perms: (int_of(&r[4]) & 0o777) as u16,
+            })
+            .collect())
+    }
+
+    async fn set_entry_meta(
+        &mut self,
+        collection_id: i64,
+        pattern: &str,
+        only_owner: Option<&str>,
+        change: &EntryMetaChange,
+    ) -> Result<u64> {
+        match statements::update_entry_meta(self.dialect, collection_id, pattern, only_owner, change) {
+            Some(c) => self.exec_compiled(&c).await,
+            None => Ok(0),
+        }
+    }
+
+    async fn entry_acl(&mut self, collection_id: i64, entry_id: i64) -> Result<Vec<AclEntry>> {
+        let rows = self.rows_compiled(&statements::select_entry_acl(self.dialect, collection_id, entry_id)).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| AclEntry {
+                principal: text_of(&r[0]),
+                is_group: matches!(r[1], Value::Bool(true)),
+                rights: int_of(&r[2]) as u16,
+            })
+            .collect())
+    }
+
+    async fn set_entry_acl(&mut self, collection_id: i64, entry_id: i64, e: &AclEntry) -> Result<()> {
+        let c = statements::upsert_entry_acl(self.dialect, collection_id, entry_id, &e.principal, e.is_group, e.rights);
+        self.exec_compiled(&c).await.map(|_| ())
+    }
+
+    async fn remove_entry_acl(&mut self, collection_id: i64, entry_id: i64, principal: &str) -> Result<u64> {
+        self.exec_compiled(&statements::delete_entry_acl(self.dialect, collection_id, entry_id, principal)).await
     }
 
     async fn select(&mut self, plan: &SelectPlan, tx: RowSender) -> Result<u64> {
@@ -772,6 +835,7 @@ impl StoreConn for SqlConn {
         self.exec(&format!("DELETE FROM group_members WHERE user_name = {p}"), &[Value::Text(name.into())]).await?;
         self.exec(&format!("DELETE FROM acls WHERE principal = {p} AND NOT is_group"), &[Value::Text(name.into())])
             .await?;
+        self.exec_compiled(&statements::delete_principal_entry_acls(self.dialect, name, false)).await?;
         Ok(self.exec(&format!("DELETE FROM users WHERE name = {p}"), &[Value::Text(name.into())]).await? > 0)
     }
 
@@ -829,6 +893,7 @@ impl StoreConn for SqlConn {
         let p = self.p(1, ValueType::Text);
         self.exec(&format!("DELETE FROM group_members WHERE grp = {p}"), &[Value::Text(name.into())]).await?;
         self.exec(&format!("DELETE FROM acls WHERE principal = {p} AND is_group"), &[Value::Text(name.into())]).await?;
+        self.exec_compiled(&statements::delete_principal_entry_acls(self.dialect, name, true)).await?;
         Ok(self.exec(&format!("DELETE FROM user_groups WHERE name = {p}"), &[Value::Text(name.into())]).await? > 0)
     }
 

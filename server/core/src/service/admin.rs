@@ -1,11 +1,11 @@
 //! Identity and administration: login, users, groups, ACLs and sequences. Only root manages
-//! users and groups; owners manage their collections' ACLs.
+//! users and groups; owners manage the ACLs of their collections and entries.
 
 use super::{Catalogue, Session};
 use crate::error::{Error, Result};
 use crate::path;
-use crate::perm::{AclEntry, Mode, Principal, WRITE};
-use crate::store::{Store, StoreConn};
+use crate::perm::{AclEntry, Guard, Mode, Principal, READ, WRITE};
+use crate::store::{CollectionInfo, EntryMeta, Store, StoreConn};
 
 use argon2::password_hash::phc::{Output, ParamsString, PasswordHash, Salt};
 use argon2::{Algorithm, Argon2, Block, Params, Version};
@@ -345,30 +345,50 @@ impl<S: Store> Catalogue<S> {
         conn.groups_of(&user).await
     }
 
+    /// `acl_add <path> <user-or-group> <rwx>`: on a collection or one entry; owner or root.
     pub async fn acl_add(&self, s: &mut Session<S>, target: &str, principal: &str, rights: &str) -> Result<()> {
         let rights = Mode::parse_rights(rights)?;
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
         let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
+        let Some(c) = conn.collection(&abs).await? else {
+            conn.start_write().await?;
+            let r = async {
+                let (c, e) = Self::owned_entry(&mut conn, &who, &abs).await?;
+                let is_group = Self::acl_principal(&mut conn, principal).await?;
+                conn.set_entry_acl(c.id, e.id, &AclEntry { principal: principal.to_string(), is_group, rights }).await
+            }
+            .await;
+            // Entry ACLs are row data every statement reads: nothing cached to invalidate.
+            return conn.finish_write(r).await;
+        };
         if !Self::is_owner(&who, &c) {
             return Err(Error::PermissionDenied(format!("only the owner may change the ACL of {abs}")));
         }
-        let is_group = conn.group_exists(principal).await?;
-        if !is_group && conn.user(principal).await?.is_none() {
-            return Err(Error::NotFound(format!("user or group {principal}")));
-        }
+        let is_group = Self::acl_principal(&mut conn, principal).await?;
         conn.set_acl(c.id, &AclEntry { principal: principal.to_string(), is_group, rights }).await?;
         drop(conn);
         self.auth_changed(s);
         Ok(())
     }
 
+    /// `acl_remove <path> <user-or-group>`: on a collection or one entry; owner or root.
     pub async fn acl_remove(&self, s: &mut Session<S>, target: &str, principal: &str) -> Result<()> {
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
         let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
+        let Some(c) = conn.collection(&abs).await? else {
+            conn.start_write().await?;
+            let r = async {
+                let (c, e) = Self::owned_entry(&mut conn, &who, &abs).await?;
+                if conn.remove_entry_acl(c.id, e.id, principal).await? == 0 {
+                    return Err(Error::NotFound(format!("ACL entry {principal} on {abs}")));
+                }
+                Ok(())
+            }
+            .await;
+            return conn.finish_write(r).await;
+        };
         if !Self::is_owner(&who, &c) {
             return Err(Error::PermissionDenied(format!("only the owner may change the ACL of {abs}")));
         }
@@ -380,22 +400,75 @@ impl<S: Store> Catalogue<S> {
         Ok(())
     }
 
-    /// `acl_show <path>`: rows `(principal, rights)`; groups are written `group:<name>`.
+    /// `acl_show <path>`: rows `(principal, rights)`; groups are written `group:<name>`. Needs
+    /// read on the collection, and for an entry read on the entry too (or owning it).
     pub async fn acl_show(&self, s: &mut Session<S>, target: &str) -> Result<Vec<(String, String)>> {
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
         let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
-        Self::check(&mut conn, &who, &c, crate::perm::READ).await?;
-        Ok(conn
-            .acl(c.id)
-            .await?
+        let acl = match conn.collection(&abs).await? {
+            Some(c) => {
+                Self::check(&mut conn, &who, &c, READ).await?;
+                conn.acl(c.id).await?
+            }
+            None => {
+                let (c, e) = Self::named_entry(&mut conn, &who, &abs, false).await?;
+                let acl = conn.entry_acl(c.id, e.id).await?;
+                let guard = Guard { owner: &e.owner, group: &e.group, mode: Mode(e.perms), acl: &acl };
+                if who.user != e.owner {
+                    guard.check(&who, READ, &abs)?;
+                }
+                acl
+            }
+        };
+        Ok(acl
             .into_iter()
             .map(|a| {
                 let name = if a.is_group { format!("group:{}", a.principal) } else { a.principal };
                 (name, Mode::rights_string(a.rights))
             })
             .collect())
+    }
+
+    /// Whether an ACL names a group (else a user); neither existing is error 1.
+    async fn acl_principal(conn: &mut S::Conn, principal: &str) -> Result<bool> {
+        let is_group = conn.group_exists(principal).await?;
+        if !is_group && conn.user(principal).await?.is_none() {
+            return Err(Error::NotFound(format!("user or group {principal}")));
+        }
+        Ok(is_group)
+    }
+
+    /// The one entry `abs` names (no wildcards), after checking read on its collection; with
+    /// `lock`, its row stays locked until the surrounding write unit ends.
+    async fn named_entry(
+        conn: &mut S::Conn,
+        who: &Principal,
+        abs: &str,
+        lock: bool,
+    ) -> Result<(CollectionInfo, EntryMeta)> {
+        let (parent, name) = path::split(abs).ok_or_else(|| Error::NotFound(abs.to_string()))?;
+        let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.to_string()))?;
+        if path::has_wildcard(name) {
+            return Err(Error::IllegalCommand(format!("an ACL belongs to one entry or collection: {abs}")));
+        }
+        Self::check(conn, who, &c, READ).await?;
+        let e = conn
+            .entry_meta(c.id, &path::glob_to_like(name), lock)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::NotFound(abs.to_string()))?;
+        Ok((c, e))
+    }
+
+    /// [`Self::named_entry`], locked, and only for its owner or root.
+    async fn owned_entry(conn: &mut S::Conn, who: &Principal, abs: &str) -> Result<(CollectionInfo, EntryMeta)> {
+        let (c, e) = Self::named_entry(conn, who, abs, true).await?;
+        if !who.is_root() && who.user != e.owner {
+            return Err(Error::PermissionDenied(format!("only the owner may change the ACL of {abs}")));
+        }
+        Ok((c, e))
     }
 
     fn split_sequence(cwd: &str, seq: &str) -> Result<(String, String)> {

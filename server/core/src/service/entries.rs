@@ -1,16 +1,24 @@
 //! Entries and queries: add/set/get/clear/rm, find/selectattr/updateattr, bulk load, and
 //! keyset-paged queries for iterator frontends. Everything that reads streams through a `RowSink`.
+//!
+//! Entry permissions: every plan carries an [`EntryAccess`] (read on every joined table; write on
+//! the entries an update or delete changes), which the store enforces inside the statement, so
+//! rows the caller may not use are never returned, counted, ordered by or changed. Patterns and
+//! conditions skip such entries silently; an entry named exactly (no wildcard) that exists but
+//! is denied is error 4 (see [`named_entry_error`]).
 
 use tokio::sync::mpsc;
 
-use super::namespace::{entry_exists, find_attr};
+use super::namespace::{entry_visible, find_attr, named_entry_error};
 use super::{Catalogue, Held, RowSink, Session};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::perm::{Mode, Principal, READ, WRITE};
 use crate::query::ast::{AttrRef, Condition, Expr, OrderItem};
 use crate::query::{self, Column, Scope, TableSchema, Term, expr_type};
-use crate::store::{AttrDef, CollectionInfo, DeletePlan, NewEntry, SelectPlan, Store, StoreConn, UpdatePlan};
+use crate::store::{
+    AttrDef, CollectionInfo, DeletePlan, EntryAccess, NewEntry, SelectPlan, Store, StoreConn, UpdatePlan,
+};
 use crate::types::{Value, ValueType};
 
 /// Bound on rows in flight between the database cursor and the frontend: backpressure.
@@ -294,10 +302,11 @@ impl<S: Store> Catalogue<S> {
                 assignments,
                 filter: None,
                 name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
+                access: EntryAccess::new(&who, vec![WRITE]),
             };
             let n = conn.update_entries(&plan).await?;
             if n == 0 && t.pattern.is_some() {
-                return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
+                return Err(nothing_matched(&mut *conn, &t, &cwd, pattern).await);
             }
             Ok(n)
         }
@@ -324,10 +333,11 @@ impl<S: Store> Catalogue<S> {
                 assignments,
                 filter: None,
                 name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
+                access: EntryAccess::new(&who, vec![WRITE]),
             };
             let n = conn.update_entries(&plan).await?;
             if n == 0 && t.exact.is_some() {
-                return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
+                return Err(nothing_matched(&mut *conn, &t, &cwd, pattern).await);
             }
             Ok(n)
         }
@@ -354,14 +364,20 @@ impl<S: Store> Catalogue<S> {
             if let Some(f) = &cond.filter {
                 query::resolve::check_coerced(f)?;
             }
+            // Removing needs write on the collection, and write on the entry unless the caller
+            // owns the collection (like a directory with the sticky bit).
+            let own = if Self::is_owner(&who, &t.coll) { 0 } else { WRITE };
+            let mut needs = vec![own];
+            needs.resize(scope.tables.len(), READ);
             let plan = DeletePlan {
                 tables: scope.tables.iter().map(|t| t.info.id).collect(),
                 filter: cond.filter,
                 name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
+                access: EntryAccess::new(&who, needs),
             };
             let n = conn.delete_entries(&plan).await?;
             if n == 0 && t.pattern.is_some() && condition.is_none() {
-                return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
+                return Err(nothing_matched(&mut *conn, &t, &cwd, pattern).await);
             }
             Ok(n)
         }
@@ -400,6 +416,7 @@ impl<S: Store> Catalogue<S> {
             distinct: false,
             limit: None,
             after: None,
+            access: EntryAccess::new(&who, vec![READ]),
         };
         let n = match t.exact {
             Some(_) => self.run_select_one(&mut conn, &plan, sink).await?,
@@ -407,7 +424,7 @@ impl<S: Store> Catalogue<S> {
         };
         // Nothing was written to the sink, so the caller can still answer with an error.
         if n == 0 && t.exact.is_some() {
-            return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
+            return Err(nothing_matched(&mut *conn, &t, &cwd, pattern).await);
         }
         Ok(n)
     }
@@ -430,19 +447,22 @@ impl<S: Store> Catalogue<S> {
         let scope = self.scope(&mut conn, &who, &cwd, Some((t.coll.clone(), READ)), paths).await?;
         // Like getattr (after the permission check): a name without wildcards must exist, so a
         // mistyped directory is error 1 rather than an empty result.
-        if let Some(name) = &t.exact
-            && !entry_exists(&mut *conn, t.coll.id, name).await?
-        {
-            return Err(Error::NotFound(path::absolute(&cwd, pattern)?));
+        let access = EntryAccess::new(&who, vec![READ; scope.tables.len()]);
+        if let Some(name) = &t.exact {
+            let first = access.as_ref().map(|a| EntryAccess { needs: vec![READ], ..a.clone() });
+            if !entry_visible(&mut *conn, t.coll.id, name, first).await? {
+                return Err(named_entry_error(&mut *conn, t.coll.id, &path::absolute(&cwd, pattern)?, name).await);
+            }
         }
         let cond = scope.resolve_condition(cond)?;
-        let plan = plan_from(
+        let mut plan = plan_from(
             &scope,
             vec![col(0, Column::File, ValueType::Text)],
             cond,
             t.pattern.iter().map(|p| (0, p.clone())).collect(),
             true,
         )?;
+        plan.access = access;
         self.run_select(&mut conn, &plan, sink).await
     }
 
@@ -489,6 +509,7 @@ impl<S: Store> Catalogue<S> {
         let cond = scope.resolve_condition(cond)?;
         let mut plan = plan_from(&scope, columns, cond, Vec::new(), false)?;
         plan.after = after;
+        plan.access = EntryAccess::new(who, vec![READ; scope.tables.len()]);
         Ok(plan)
     }
 
@@ -584,11 +605,14 @@ impl<S: Store> Catalogue<S> {
             if let Some(f) = &cond.filter {
                 query::resolve::check_coerced(f)?;
             }
+            let mut needs = vec![WRITE];
+            needs.resize(scope.tables.len(), READ);
             let plan = UpdatePlan {
                 tables: scope.tables.iter().map(|t| t.info.id).collect(),
                 assignments: planned,
                 filter: cond.filter,
                 name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
+                access: EntryAccess::new(&who, needs),
             };
             conn.update_entries(&plan).await
         }
@@ -631,7 +655,21 @@ fn plan_from(
         distinct: cond.distinct,
         limit: cond.limit,
         after: None,
+        access: None,
     })
+}
+
+/// The error of a command that named entries and found none it may use: for a name without
+/// wildcards that exists, 4 (the caller lacks the rights); otherwise 1.
+async fn nothing_matched<C: StoreConn>(conn: &mut C, t: &Target, cwd: &str, arg: &str) -> Error {
+    let abs = match path::absolute(cwd, arg) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    match &t.exact {
+        Some(name) => named_entry_error(conn, t.coll.id, &abs, name).await,
+        None => Error::NotFound(abs),
+    }
 }
 
 fn format_value(v: &Value, is_perms: bool) -> Option<String> {

@@ -1,11 +1,12 @@
-//! Collections and their schemas: navigation, createdir/rmdir, listings, attributes, ownership.
+//! Collections and their schemas: navigation, createdir/rmdir, listings, attributes, ownership
+//! (`chmod`/`chown` of collections, and of entries: one by name or the caller's own by pattern).
 
 use super::{Catalogue, RowSink, Session};
 use crate::error::{Error, Result};
 use crate::path;
-use crate::perm::{Mode, READ, WRITE};
+use crate::perm::{Mode, Principal, READ, WRITE};
 use crate::query::{Column, Term, ast::Expr};
-use crate::store::{AttrDef, CollectionInfo, SelectPlan, Store, StoreConn};
+use crate::store::{AttrDef, CollectionInfo, EntryAccess, EntryMetaChange, SelectPlan, Store, StoreConn};
 use crate::types::{AttrType, ValueType};
 
 /// What a listed name is.
@@ -116,7 +117,7 @@ impl<S: Store> Catalogue<S> {
         let mut conn = self.conn(s).await?;
         let c = Self::must_collection(&mut conn, &abs).await?;
         Self::check(&mut conn, &who, &c, READ).await?;
-        stream_names(self, &mut conn, &c, None, sink, false).await
+        stream_names(self, &mut conn, &who, &c, None, sink, false).await
     }
 
     async fn listing<K: RowSink>(
@@ -142,6 +143,12 @@ impl<S: Store> Catalogue<S> {
             }
         };
         Self::check(&mut conn, &who, &coll, READ).await?;
+        // A hidden entry named exactly is a denial, not an empty listing.
+        if let Some(name) = pattern.as_deref().filter(|p| !path::has_wildcard(p))
+            && !entry_visible(&mut *conn, coll.id, name, EntryAccess::new(&who, vec![READ])).await?
+        {
+            return Err(Error::PermissionDenied(abs.clone()));
+        }
         let mut n = 0;
         if with_collections {
             for child in conn.children(coll.id).await? {
@@ -157,7 +164,7 @@ impl<S: Store> Catalogue<S> {
                 n += 1;
             }
         }
-        n += stream_names(self, &mut conn, &coll, pattern.as_deref(), sink, with_kind).await?;
+        n += stream_names(self, &mut conn, &who, &coll, pattern.as_deref(), sink, with_kind).await?;
         Ok(n)
     }
 
@@ -195,11 +202,16 @@ impl<S: Store> Catalogue<S> {
             distinct: false,
             limit: None,
             after: None,
+            access: EntryAccess::new(&who, vec![READ]),
         };
         let mut rows: Vec<Vec<Option<String>>> = Vec::new();
         self.run_select(&mut conn, &plan, &mut rows).await?;
         if rows.is_empty() {
-            return Err(Error::NotFound(abs));
+            return Err(if path::has_wildcard(last) {
+                Error::NotFound(abs)
+            } else {
+                named_entry_error(&mut *conn, c.id, &abs, last).await
+            });
         }
         Ok(rows
             .into_iter()
@@ -287,21 +299,27 @@ impl<S: Store> Catalogue<S> {
         Ok(conn.children(c.id).await?.into_iter().map(|c| c.path).collect())
     }
 
-    /// `chmod <path> <rwxrwxrwx>`: owner or root.
+    /// `chmod <path> <rwxrwxrwx>`: owner or root. `path` is a collection, an entry, or a pattern
+    /// of entries (then only the caller's own entries change; root's: all).
     pub async fn chmod(&self, s: &mut Session<S>, target: &str, mode: &str) -> Result<()> {
         let mode = Mode::parse(mode)?;
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
         let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
-        if !Self::is_owner(&who, &c) {
-            return Err(Error::PermissionDenied(format!("only the owner may chmod {abs}")));
+        if let Some(c) = conn.collection(&abs).await? {
+            if !Self::is_owner(&who, &c) {
+                return Err(Error::PermissionDenied(format!("only the owner may chmod {abs}")));
+            }
+            return conn.set_collection_perms(c.id, mode.0).await;
         }
-        conn.set_collection_perms(c.id, mode.0).await
+        let change = EntryMetaChange { perms: Some(mode.0), ..EntryMetaChange::default() };
+        conn.start_write().await?;
+        let r = Self::change_entries(&mut conn, &who, &abs, &change, "chmod").await;
+        conn.finish_write(r).await
     }
 
-    /// `chown <path> <user>[:<group>]`: root may give a collection away; an owner may change
-    /// its group to one the owner belongs to.
+    /// `chown <path> <user>[:<group>]`: root may give a collection or entry away; an owner may
+    /// change its group to one the owner belongs to. Entries as for [`Catalogue::chmod`].
     pub async fn chown(&self, s: &mut Session<S>, target: &str, spec: &str) -> Result<()> {
         let abs = path::absolute(&s.cwd, target)?;
         let (user, group) = match spec.split_once(':') {
@@ -309,27 +327,61 @@ impl<S: Store> Catalogue<S> {
             None => (spec, None),
         };
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
-        if !Self::is_owner(&who, &c) {
-            return Err(Error::PermissionDenied(format!("only the owner may chown {abs}")));
+        if let Some(g) = group
+            && !who.is_root()
+            && !who.groups.iter().any(|x| x == g)
+        {
+            return Err(Error::PermissionDenied(format!("not a member of group {g}")));
         }
-        if user != c.owner && !who.is_root() {
+        let mut conn = self.conn(s).await?;
+        if let Some(c) = conn.collection(&abs).await? {
+            if !Self::is_owner(&who, &c) {
+                return Err(Error::PermissionDenied(format!("only the owner may chown {abs}")));
+            }
+            if user != c.owner && !who.is_root() {
+                return Err(Error::PermissionDenied("only root may change the owner".into()));
+            }
+            if conn.user(user).await?.is_none() {
+                return Err(Error::NotFound(format!("user {user}")));
+            }
+            let group = group.map_or_else(|| c.group.clone(), str::to_string);
+            return conn.set_collection_owner(c.id, user, &group).await;
+        }
+        // A non-root caller only ever changes entries it owns, so a new owner means giving away.
+        if user != who.user && !who.is_root() {
             return Err(Error::PermissionDenied("only root may change the owner".into()));
         }
         if conn.user(user).await?.is_none() {
             return Err(Error::NotFound(format!("user {user}")));
         }
-        let group = match group {
-            Some(g) => {
-                if !who.is_root() && !who.groups.iter().any(|x| x == g) {
-                    return Err(Error::PermissionDenied(format!("not a member of group {g}")));
-                }
-                g.to_string()
-            }
-            None => c.group.clone(),
-        };
-        conn.set_collection_owner(c.id, user, &group).await
+        let change = EntryMetaChange { owner: Some(user.to_string()), group: group.map(str::to_string), perms: None };
+        conn.start_write().await?;
+        let r = Self::change_entries(&mut conn, &who, &abs, &change, "chown").await;
+        conn.finish_write(r).await
+    }
+
+    /// chmod/chown of the entries `abs` names (one entry or a pattern): read on the collection,
+    /// then only entries the caller owns (all of them for root). A named entry of someone else
+    /// is error 4; a pattern that matches none of the caller's entries is error 1.
+    async fn change_entries(
+        conn: &mut S::Conn,
+        who: &Principal,
+        abs: &str,
+        change: &EntryMetaChange,
+        what: &str,
+    ) -> Result<()> {
+        let (parent, last) = path::split(abs).ok_or_else(|| Error::NotFound(abs.to_string()))?;
+        let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.to_string()))?;
+        Self::check(conn, who, &c, READ).await?;
+        let only_owner = (!who.is_root()).then_some(who.user.as_str());
+        let n = conn.set_entry_meta(c.id, &path::glob_to_like(last), only_owner, change).await?;
+        if n > 0 {
+            return Ok(());
+        }
+        if !path::has_wildcard(last) && entry_exists(conn, c.id, last).await? {
+            return Err(Error::PermissionDenied(format!("only the owner may {what} {abs}")));
+        }
+        Err(Error::NotFound(abs.to_string()))
     }
 }
 
@@ -341,8 +393,22 @@ pub(crate) fn find_attr(attrs: &[AttrDef], dir: &str, name: &str) -> Result<Attr
         .ok_or_else(|| Error::NoSuchAttribute(format!("{dir}:{name}")))
 }
 
-/// Does an entry with exactly this name exist in the collection?
+/// Does an entry with exactly this name exist in the collection (whoever may see it)?
 pub(crate) async fn entry_exists<C: StoreConn>(conn: &mut C, collection: i64, name: &str) -> Result<bool> {
+    entry_visible(conn, collection, name, None).await
+}
+
+/// Does an entry with exactly this name exist and pass `access` (table 0)?
+pub(crate) async fn entry_visible<C: StoreConn>(
+    conn: &mut C,
+    collection: i64,
+    name: &str,
+    access: Option<EntryAccess>,
+) -> Result<bool> {
+    // Names with wildcard characters cannot exist (createdir/addentry refuse them).
+    if path::has_wildcard(name) {
+        return Ok(false);
+    }
     let plan = SelectPlan {
         tables: vec![collection],
         columns: vec![Expr::Ref(Term::Column { table: 0, column: Column::Id, vtype: ValueType::Int })],
@@ -353,11 +419,8 @@ pub(crate) async fn entry_exists<C: StoreConn>(conn: &mut C, collection: i64, na
         distinct: false,
         limit: Some(1),
         after: None,
+        access,
     };
-    // Names with wildcard characters cannot exist (createdir/addentry refuse them).
-    if path::has_wildcard(name) {
-        return Ok(false);
-    }
     let (tx, mut rx) = tokio::sync::mpsc::channel(2);
     let n = conn.select(&plan, tx).await?;
     while let Some(r) = rx.recv().await {
@@ -366,9 +429,19 @@ pub(crate) async fn entry_exists<C: StoreConn>(conn: &mut C, collection: i64, na
     Ok(n > 0)
 }
 
+/// The error for an entry named exactly that a permission filter hid: 4 if it exists, else 1.
+pub(crate) async fn named_entry_error<C: StoreConn>(conn: &mut C, collection: i64, abs: &str, name: &str) -> Error {
+    match entry_exists(conn, collection, name).await {
+        Ok(true) => Error::PermissionDenied(abs.to_string()),
+        Ok(false) => Error::NotFound(abs.to_string()),
+        Err(e) => e,
+    }
+}
+
 async fn stream_names<S: Store, K: RowSink>(
     cat: &Catalogue<S>,
     conn: &mut S::Conn,
+    who: &Principal,
     c: &CollectionInfo,
     pattern: Option<&str>,
     sink: &mut K,
@@ -384,6 +457,7 @@ async fn stream_names<S: Store, K: RowSink>(
         distinct: false,
         limit: None,
         after: None,
+        access: EntryAccess::new(who, vec![READ]),
     };
     let mut adapter = MapSink {
         inner: sink,

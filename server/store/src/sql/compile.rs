@@ -1,11 +1,15 @@
 //! Compiles resolved plans (`SelectPlan`, `UpdatePlan`, `DeletePlan`) into one SQL statement
 //! with bound parameters. Tables are `e<collection id> AS t<i>`, attributes `a<attribute id>`.
+//!
+//! A plan's [`EntryAccess`] becomes a predicate per joined table (see [`Builder::access`]), so
+//! entries the caller may not read (or write) are filtered by the database itself: they are
+//! never returned, counted, ordered by, updated or deleted.
 
 use std::fmt::Write;
 
 use ardacat_core::query::ast::{BinOp, Expr, Func, Literal, UnOp};
 use ardacat_core::query::{Column, Term, expr_type};
-use ardacat_core::store::{AttrDef, DeletePlan, SelectPlan, UpdatePlan};
+use ardacat_core::store::{AttrDef, DeletePlan, EntryAccess, SelectPlan, UpdatePlan};
 use ardacat_core::types::{Value, ValueType};
 
 use super::Dialect;
@@ -25,6 +29,9 @@ pub fn table_name(collection_id: i64) -> String {
 pub fn attr_column(attr_id: i64) -> String {
     format!("a{attr_id}")
 }
+
+/// The system table of per-entry ACL rows (migration 0004).
+pub const ENTRY_ACLS: &str = "entry_acls";
 
 fn column_name(c: Column) -> String {
     match c {
@@ -200,10 +207,68 @@ impl Builder {
         }
         out
     }
+
+    /// The entry permission predicate of table `table` (collection `collection_id`), if the
+    /// plan needs rights there. For each needed bit `b` (r = 4, w = 2, x = 1):
+    ///
+    /// ```sql
+    /// (CASE WHEN t.owner = :user THEN t.perms & (b << 6)
+    ///       WHEN t.grp IN (:groups…) THEN t.perms & (b << 3)
+    ///       ELSE t.perms & b END <> 0
+    ///  OR EXISTS (SELECT 1 FROM entry_acls x WHERE x.collection_id = :c AND x.entry_id = t.id
+    ///             AND (x.rights & b) <> 0
+    ///             AND ((NOT x.is_group AND x.principal = :user)
+    ///                  OR (x.is_group AND x.principal IN (:groups…)))))
+    /// ```
+    ///
+    /// which is `perm::Guard::rights` bit by bit: owner, else group, else other bits, widened
+    /// by every matching ACL row. User and group names are bound parameters; the bit masks are
+    /// constants of this function.
+    fn access(&mut self, table: usize, collection_id: i64, access: &EntryAccess) -> Option<String> {
+        let need = access.need(table);
+        if need == 0 {
+            return None;
+        }
+        let a = self.alias(table);
+        let x = format!("x{table}");
+        let mut parts = Vec::new();
+        for bit in [4u16, 2, 1] {
+            if need & bit == 0 {
+                continue;
+            }
+            let user = self.text_param(&access.user);
+            let mut case = format!("CASE WHEN {a}.owner = {user} THEN {a}.perms & {}", bit << 6);
+            if !access.groups.is_empty() {
+                let groups = self.text_list(&access.groups);
+                let _ = write!(case, " WHEN {a}.grp IN ({groups}) THEN {a}.perms & {}", bit << 3);
+            }
+            let _ = write!(case, " ELSE {a}.perms & {bit} END");
+            let coll = self.sub(&Expr::Ref(Term::Const(Value::Int(collection_id), ValueType::Int)));
+            let user = self.text_param(&access.user);
+            let mut who = format!("(NOT {x}.is_group AND {x}.principal = {user})");
+            if !access.groups.is_empty() {
+                let groups = self.text_list(&access.groups);
+                let _ = write!(who, " OR ({x}.is_group AND {x}.principal IN ({groups}))");
+            }
+            parts.push(format!(
+                "(({case}) <> 0 OR EXISTS (SELECT 1 FROM {ENTRY_ACLS} {x} WHERE {x}.collection_id = {coll} \
+                 AND {x}.entry_id = {a}.id AND ({x}.rights & {bit}) <> 0 AND ({who})))"
+            ));
+        }
+        Some(parts.join(" AND "))
+    }
+
+    fn text_param(&mut self, v: &str) -> String {
+        self.sub(&Expr::Ref(Term::Const(Value::Text(v.to_string()), ValueType::Text)))
+    }
+
+    fn text_list(&mut self, values: &[String]) -> String {
+        values.iter().map(|v| self.text_param(v)).collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// The plain string a LIKE pattern (with `\` escapes) matches, if it has no wildcard.
-fn literal_of_like(pattern: &str) -> Option<String> {
+pub(crate) fn literal_of_like(pattern: &str) -> Option<String> {
     let mut out = String::with_capacity(pattern.len());
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -269,6 +334,11 @@ pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
     let from: Vec<String> =
         plan.tables.iter().enumerate().map(|(i, id)| format!("{} AS t{i}", table_name(*id))).collect();
     let mut conds = b.conditions(plan.filter.as_ref(), &plan.name_patterns);
+    if let Some(access) = &plan.access {
+        for (i, id) in plan.tables.iter().enumerate() {
+            conds.extend(b.access(i, *id, access));
+        }
+    }
     if let Some(after) = &plan.after {
         conds.push(keyset_after(&mut b, &key_sql, after));
     }
@@ -303,13 +373,27 @@ pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
 
 /// The WHERE clause of an UPDATE/DELETE on table 0: its own patterns, and other tables of the
 /// implicit join through `EXISTS (SELECT 1 FROM …)`.
-fn target_where(b: &mut Builder, tables: &[i64], filter: Option<&Expr<Term>>, patterns: &[(usize, String)]) -> String {
+fn target_where(
+    b: &mut Builder,
+    tables: &[i64],
+    filter: Option<&Expr<Term>>,
+    patterns: &[(usize, String)],
+    access: Option<&EntryAccess>,
+) -> String {
     let (own, others): (Vec<_>, Vec<_>) = patterns.iter().cloned().partition(|(t, _)| *t == 0);
     let mut conds = b.conditions(None, &own);
+    if let Some(access) = access {
+        conds.extend(b.access(0, tables[0], access));
+    }
     if tables.len() > 1 {
         let from: Vec<String> =
             tables.iter().enumerate().skip(1).map(|(i, id)| format!("{} AS t{i}", table_name(*id))).collect();
-        let inner = b.conditions(filter, &others);
+        let mut inner = b.conditions(filter, &others);
+        if let Some(access) = access {
+            for (i, id) in tables.iter().enumerate().skip(1) {
+                inner.extend(b.access(i, *id, access));
+            }
+        }
         let mut sub = format!("EXISTS (SELECT 1 FROM {}", from.join(", "));
         if !inner.is_empty() {
             let _ = write!(sub, " WHERE {}", inner.join(" AND "));
@@ -333,7 +417,7 @@ pub fn compile_update(d: Dialect, plan: &UpdatePlan, now: Value) -> Compiled {
     }
     let m = b.sub(&Expr::Ref(Term::Const(now, ValueType::Timestamp)));
     sets.push(format!("modified = {m}"));
-    let w = target_where(&mut b, &plan.tables, plan.filter.as_ref(), &plan.name_patterns);
+    let w = target_where(&mut b, &plan.tables, plan.filter.as_ref(), &plan.name_patterns, plan.access.as_ref());
     Compiled { sql: format!("UPDATE {target} SET {}{w}", sets.join(", ")), params: b.params, types: vec![] }
 }
 
@@ -341,7 +425,7 @@ pub fn compile_delete(d: Dialect, plan: &DeletePlan) -> Compiled {
     let mut b = Builder::new(d);
     let target = table_name(plan.tables[0]);
     b.target_alias = target.clone();
-    let w = target_where(&mut b, &plan.tables, plan.filter.as_ref(), &plan.name_patterns);
+    let w = target_where(&mut b, &plan.tables, plan.filter.as_ref(), &plan.name_patterns, plan.access.as_ref());
     Compiled { sql: format!("DELETE FROM {target}{w}"), params: b.params, types: vec![] }
 }
 
@@ -405,6 +489,7 @@ mod tests {
             distinct: false,
             limit: Some(5),
             after: None,
+            access: None,
         }
     }
 
@@ -462,12 +547,75 @@ mod tests {
                 Box::new(col(1, Column::Attr(8), ValueType::Int)),
             )),
             name_patterns: vec![],
+            access: None,
         };
         let c = compile_update(Dialect::Sqlite, &plan, Value::Null);
         assert_eq!(
             c.sql,
             "UPDATE e5 SET a4 = (e5.a4 + ?1), modified = ?2 WHERE EXISTS (SELECT 1 FROM e9 AS t1 WHERE (e5.a2 = t1.a8))"
         );
+    }
+
+    fn access(groups: &[&str], needs: Vec<u16>) -> Option<EntryAccess> {
+        Some(EntryAccess { user: "alice".into(), groups: groups.iter().map(|g| g.to_string()).collect(), needs })
+    }
+
+    #[test]
+    fn entry_access_filters_every_joined_table() {
+        let mut p = plan();
+        p.access = access(&["atlas"], vec![4, 4]);
+        let c = compile_select(Dialect::Sqlite, &p);
+        let t0 = "((CASE WHEN t0.owner = ?4 THEN t0.perms & 256 WHEN t0.grp IN (?5) THEN t0.perms & 32 \
+                  ELSE t0.perms & 4 END) <> 0 OR EXISTS (SELECT 1 FROM entry_acls x0 WHERE x0.collection_id = ?6 \
+                  AND x0.entry_id = t0.id AND (x0.rights & 4) <> 0 AND ((NOT x0.is_group AND x0.principal = ?7) \
+                  OR (x0.is_group AND x0.principal IN (?8)))))";
+        assert!(c.sql.contains(t0), "{}", c.sql);
+        assert!(c.sql.contains("x1.entry_id = t1.id"), "{}", c.sql);
+        // Names and ids are parameters, never text of the statement.
+        assert!(!c.sql.contains("alice") && !c.sql.contains("atlas"), "{}", c.sql);
+        assert_eq!(
+            c.params[3..8].to_vec(),
+            vec![
+                Value::Text("alice".into()),
+                Value::Text("atlas".into()),
+                Value::Int(5),
+                Value::Text("alice".into()),
+                Value::Text("atlas".into()),
+            ]
+        );
+        // The filter comes before ORDER BY and LIMIT, so hidden rows are never counted or ordered.
+        assert!(c.sql.find("entry_acls").unwrap() < c.sql.find("ORDER BY").unwrap());
+        // Without groups there is no empty IN ().
+        p.access = access(&[], vec![4, 0]);
+        let c = compile_select(Dialect::Postgres, &p);
+        assert!(!c.sql.contains("IN ()") && !c.sql.contains("x1."), "{}", c.sql);
+        assert!(c.sql.contains("ELSE t0.perms & 4 END) <> 0"), "{}", c.sql);
+    }
+
+    #[test]
+    fn entry_access_in_update_and_delete() {
+        let plan = UpdatePlan {
+            tables: vec![5, 9],
+            assignments: vec![],
+            filter: None,
+            name_patterns: vec![],
+            access: access(&[], vec![2, 4]),
+        };
+        let c = compile_update(Dialect::Sqlite, &plan, Value::Null);
+        // Write on the target's own rows, read on the joined table inside EXISTS.
+        assert!(c.sql.contains("e5.perms & 128"), "{}", c.sql);
+        assert!(c.sql.contains("x0.entry_id = e5.id AND (x0.rights & 2) <> 0"), "{}", c.sql);
+        assert!(c.sql.contains("EXISTS (SELECT 1 FROM e9 AS t1 WHERE ((CASE WHEN t1.owner"), "{}", c.sql);
+        assert!(c.sql.contains("t1.perms & 256"), "{}", c.sql);
+        let del = DeletePlan { tables: vec![5], filter: None, name_patterns: vec![], access: access(&[], vec![2]) };
+        let c = compile_delete(Dialect::Postgres, &del);
+        assert!(
+            c.sql.starts_with("DELETE FROM e5 WHERE ((CASE WHEN e5.owner = $1::text THEN e5.perms & 128"),
+            "{}",
+            c.sql
+        );
+        let none = DeletePlan { access: None, ..del };
+        assert_eq!(compile_delete(Dialect::Sqlite, &none).sql, "DELETE FROM e5");
     }
 
     #[test]

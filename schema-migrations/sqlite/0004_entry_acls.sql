@@ -1,0 +1,12 @@
+-- Per-entry ACL rows: extra rights on one entry (row `entry_id` of table e<collection_id>) for a
+-- user or a group. Rows are removed with their entry (in the same transaction), their
+-- collection, or the user or group they name.
+CREATE TABLE entry_acls (
+    collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+    entry_id      INTEGER NOT NULL,
+    principal     TEXT NOT NULL,
+    is_group      INTEGER NOT NULL,
+    rights        INTEGER NOT NULL,
+    PRIMARY KEY (collection_id, entry_id, principal, is_group)
+) STRICT;
+CREATE INDEX entry_acls_principal ON entry_acls(principal);
