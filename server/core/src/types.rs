@@ -160,6 +160,14 @@ impl Value {
         }
     }
 
+    /// `to_wire` that moves text instead of copying it (streamed rows own their values).
+    pub fn into_wire(self) -> Option<String> {
+        match self {
+            Value::Text(s) => Some(s),
+            v => v.to_wire(),
+        }
+    }
+
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }

@@ -3,7 +3,7 @@
 //! It is the `RowSink` the catalogue streams into, so rows go to the socket as they are read.
 
 use ardacat_core::{Error, RowSink};
-use ardacat_proto::{ReplyPiece, ServerCodec, encode_value};
+use ardacat_proto::{ProtoError, ReplyPiece, ServerCodec, encode_value};
 use futures::SinkExt;
 use tokio::io::AsyncWrite;
 use tokio_util::codec::FramedWrite;
@@ -16,6 +16,12 @@ pub struct Reply<'a, W> {
     status_sent: bool,
     /// Set when the socket failed: the connection is over.
     pub broken: bool,
+}
+
+fn unsendable() -> Error {
+    Error::InvalidValue(
+        "a value contains a newline or control byte; reconnect with the 'escape' option to receive it".into(),
+    )
 }
 
 fn io_err(e: impl std::fmt::Display) -> Error {
@@ -46,11 +52,7 @@ impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
     /// One data line holding one value.
     pub async fn value(&mut self, v: Option<&str>) -> Result<(), Error> {
         self.ok().await?;
-        let text = encode_value(v, self.escape).map_err(|_| {
-            Error::InvalidValue(
-                "a value contains a newline or control byte; reconnect with the 'escape' option to receive it".into(),
-            )
-        })?;
+        let text = encode_value(v, self.escape).map_err(|_| unsendable())?;
         self.feed(ReplyPiece::Data(text)).await
     }
 
@@ -78,9 +80,15 @@ impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
 
 impl<W: AsyncWrite + Unpin + Send> RowSink for Reply<'_, W> {
     async fn row(&mut self, row: Vec<Option<String>>) -> Result<(), Error> {
-        for v in &row {
-            self.value(v.as_deref()).await?;
+        self.ok().await?;
+        match self.out.feed(ReplyPiece::Values { values: &row, escape: self.escape }).await {
+            Ok(()) => Ok(()),
+            // Nothing of the row was written; the reply can still end with CAN.
+            Err(ProtoError::UnframeableLine { .. }) => Err(unsendable()),
+            Err(e) => {
+                self.broken = true;
+                Err(io_err(e))
+            }
         }
-        Ok(())
     }
 }

@@ -13,12 +13,16 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
-
 use crate::error::StoreError;
 use crate::exec::{Backend, Conn, Db};
 use crate::sql::compile::{attr_column, table_name};
 use crate::sql::{Compiled, Dialect, compile_delete, compile_insert, compile_select, compile_update, statements};
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Error {
+        map_err(e)
+    }
+}
 
 /// Translate a storage failure into the catalogue's error; causes stay in the log.
 pub fn map_err(e: StoreError) -> Error {
@@ -715,17 +719,8 @@ impl StoreConn for SqlConn {
             return Ok(0);
         }
         let c = compile_select(self.dialect, plan);
-        // The executor speaks StoreError; forward rows, translating errors, with backpressure.
-        let (inner_tx, mut inner_rx) = mpsc::channel::<std::result::Result<Vec<Value>, StoreError>>(64);
-        let forward = async move {
-            while let Some(r) = inner_rx.recv().await {
-                if tx.send(r.map_err(map_err)).await.is_err() {
-                    break;
-                }
-            }
-        };
-        let (n, ()) = tokio::join!(self.conn.stream(&c.sql, &c.params, &c.types, inner_tx), forward);
-        n.map_err(map_err)
+        // Rows go straight into the service's channel; errors become `Error` through `From`.
+        self.conn.stream(&c.sql, &c.params, &c.types, tx).await.map_err(map_err)
     }
 
     async fn select_few(&mut self, plan: &SelectPlan) -> Result<Vec<Vec<Value>>> {

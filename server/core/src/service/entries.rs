@@ -88,7 +88,7 @@ impl<S: Store> Catalogue<S> {
             while let Some(row) = rx.recv().await {
                 let row = row?;
                 let out =
-                    row.into_iter().take(ncols).enumerate().map(|(i, v)| format_value(&v, perms_cols[i])).collect();
+                    row.into_iter().take(ncols).enumerate().map(|(i, v)| format_value(v, perms_cols[i])).collect();
                 sink.row(out).await?;
                 n += 1;
             }
@@ -115,7 +115,7 @@ impl<S: Store> Catalogue<S> {
                 .into_iter()
                 .take(ncols)
                 .zip(&plan.columns)
-                .map(|(v, c)| format_value(&v, matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))))
+                .map(|(v, c)| format_value(v, matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))))
                 .collect();
             sink.row(out).await?;
             n += 1;
@@ -401,8 +401,9 @@ impl<S: Store> Catalogue<S> {
         let all = conn.attributes(t.coll.id).await?;
         let mut columns = vec![col(0, Column::File, ValueType::Text)];
         let mut types = vec![ValueType::Text];
+        let mut hint = 0;
         for n in attrs {
-            let (c, vt) = pseudo_or_attr(&all, &t.coll.path, n)?;
+            let (c, vt) = pseudo_or_attr(&all, &mut hint, &t.coll.path, n)?;
             columns.push(col(0, c, vt));
             types.push(vt);
         }
@@ -546,7 +547,7 @@ impl<S: Store> Catalogue<S> {
                 }
                 last_key = Some(row[ncols..].to_vec());
                 rows.push(
-                    row.into_iter().take(ncols).enumerate().map(|(i, v)| format_value(&v, perms_cols[i])).collect(),
+                    row.into_iter().take(ncols).enumerate().map(|(i, v)| format_value(v, perms_cols[i])).collect(),
                 );
             }
             Ok::<_, Error>((rows, last_key, more))
@@ -621,17 +622,28 @@ impl<S: Store> Catalogue<S> {
     }
 }
 
-fn pseudo_or_attr(all: &[AttrDef], dir: &str, name: &str) -> Result<(Column, ValueType)> {
-    Ok(match name.to_ascii_uppercase().as_str() {
-        "FILE" => (Column::File, ValueType::Text),
-        "OWNER" => (Column::Owner, ValueType::Text),
-        "GROUP_RIGHT" => (Column::Group, ValueType::Text),
-        "PERMISSIONS" => (Column::Perms, ValueType::Int),
-        _ => {
-            let a = find_attr(all, dir, name)?;
-            (Column::Attr(a.id), a.attr_type.value_type())
+/// Column of a getattr name: a pseudo-attribute or one of `all`. `hint` is where the previous
+/// name matched: clients usually list attributes in schema order, so the scan from there finds
+/// the next one at once instead of comparing 60 names per name (this runs on every `get`).
+fn pseudo_or_attr(all: &[AttrDef], hint: &mut usize, dir: &str, name: &str) -> Result<(Column, ValueType)> {
+    const PSEUDO: [(&str, Column, ValueType); 4] = [
+        ("FILE", Column::File, ValueType::Text),
+        ("OWNER", Column::Owner, ValueType::Text),
+        ("GROUP_RIGHT", Column::Group, ValueType::Text),
+        ("PERMISSIONS", Column::Perms, ValueType::Int),
+    ];
+    if let Some((_, c, t)) = PSEUDO.iter().find(|(p, _, _)| p.eq_ignore_ascii_case(name)) {
+        return Ok((*c, *t));
+    }
+    let n = all.len();
+    for k in 0..n {
+        let i = (*hint + k) % n;
+        if all[i].name.eq_ignore_ascii_case(name) {
+            *hint = i + 1;
+            return Ok((Column::Attr(all[i].id), all[i].attr_type.value_type()));
         }
-    })
+    }
+    Err(Error::NoSuchAttribute(format!("{dir}:{name}")))
 }
 
 fn plan_from(
@@ -672,10 +684,10 @@ async fn nothing_matched<C: StoreConn>(conn: &mut C, t: &Target, cwd: &str, arg:
     }
 }
 
-fn format_value(v: &Value, is_perms: bool) -> Option<String> {
+fn format_value(v: Value, is_perms: bool) -> Option<String> {
     match (v, is_perms) {
-        (Value::Int(bits), true) => Some(Mode((*bits as u16) & 0o777).to_string()),
-        (v, _) => v.to_wire(),
+        (Value::Int(bits), true) => Some(Mode((bits as u16) & 0o777).to_string()),
+        (v, _) => v.into_wire(),
     }
 }
 

@@ -9,7 +9,7 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use super::{DEFAULT_MAX_LINE, LineScanner, line_text, put_u64};
 use crate::error::{LineFault, ProtoError};
-use crate::escape::first_framing_byte;
+use crate::escape::{NULL_TOKEN, escape_value, first_framing_byte, is_framing_byte};
 use crate::handshake::Greeting;
 use crate::status::write_status;
 use crate::{CAN, EOT};
@@ -39,6 +39,12 @@ pub enum ReplyPiece<'a> {
     /// One data line. Must already be in the peer's form (see [`crate::escape::encode_value`]);
     /// a line holding a framing byte is refused with [`ProtoError::UnframeableLine`].
     Data(Cow<'a, str>),
+    /// One data line per value, each encoded here for the peer: escaped
+    /// ([`crate::escape::escape_value`]) when it negotiated `escape`, else sent as is (NULL as an
+    /// empty line). A value that cannot be sent plain fails the whole piece with
+    /// [`ProtoError::UnframeableLine`] and nothing of it written, so a row is never cut in half.
+    /// One piece per row keeps the per-value cost of a streamed result to a copy.
+    Values { values: &'a [Option<String>], escape: bool },
     /// `EOT EOT`, or `EOT session<id> EOT` when the client should reconnect with `resume<id>`.
     End { session: Option<u64> },
     /// `CAN<code> <message>\n`: the request was aborted mid-reply. It does not close the reply;
@@ -151,6 +157,27 @@ impl<'a> Encoder<ReplyPiece<'a>> for ServerCodec {
                 dst.reserve(line.len() + 1);
                 dst.put_slice(line.as_bytes());
                 dst.put_u8(b'\n');
+            }
+            ReplyPiece::Values { values, escape } => {
+                let start = dst.len();
+                dst.reserve(values.iter().map(|v| v.as_deref().map_or(3, |s| s.len() + 1)).sum());
+                for v in values {
+                    match (v.as_deref(), escape) {
+                        (None, true) => dst.put_slice(NULL_TOKEN.as_bytes()),
+                        (None, false) => {}
+                        (Some(s), true) if s.bytes().any(|b| b == b'\\' || is_framing_byte(b)) => {
+                            dst.put_slice(escape_value(Some(s)).as_bytes())
+                        }
+                        (Some(s), escape) => {
+                            if !escape && let Some(offset) = first_framing_byte(s) {
+                                dst.truncate(start);
+                                return Err(ProtoError::UnframeableLine { offset });
+                            }
+                            dst.put_slice(s.as_bytes());
+                        }
+                    }
+                    dst.put_u8(b'\n');
+                }
             }
             ReplyPiece::End { session } => {
                 dst.put_u8(EOT);
@@ -389,7 +416,51 @@ mod tests {
         assert_eq!(&dst[..], b"0\n");
     }
 
+    #[test]
+    fn a_row_of_values_is_one_line_each_and_never_half_written() {
+        let mut codec = ServerCodec::default();
+        let row = vec![Some("a".to_string()), None, Some(String::new()), Some("x\\N".into())];
+        let mut dst = BytesMut::new();
+        codec.encode(ReplyPiece::Values { values: &row, escape: false }, &mut dst).unwrap();
+        assert_eq!(&dst[..], b"a\n\n\nx\\N\n");
+        let mut dst = BytesMut::new();
+        codec.encode(ReplyPiece::Values { values: &row, escape: true }, &mut dst).unwrap();
+        assert_eq!(&dst[..], b"a\n\\N\n\nx\\\\N\n");
+        let bad = vec![Some("ok".to_string()), Some("two\nlines".into())];
+        let mut dst = BytesMut::from(&b"0\n"[..]);
+        let result = codec.encode(ReplyPiece::Values { values: &bad, escape: false }, &mut dst);
+        assert!(matches!(result, Err(ProtoError::UnframeableLine { offset: 3 })));
+        assert_eq!(&dst[..], b"0\n", "nothing of the refused row is written");
+        codec.encode(ReplyPiece::Values { values: &bad, escape: true }, &mut dst).unwrap();
+        assert_eq!(&dst[..], b"0\nok\ntwo\\nlines\n");
+    }
+
     proptest! {
+        /// `Values` writes exactly what one `Data` piece per `encode_value` would.
+        #[test]
+        fn values_piece_matches_data_pieces(
+            row in proptest::collection::vec(proptest::option::of("[a-c\\\\\n\r\u{4}\u{18}\u{0}N]{0,6}"), 0..6),
+            escape in any::<bool>(),
+        ) {
+            let mut codec = ServerCodec::default();
+            let mut one = BytesMut::new();
+            let r = codec.encode(ReplyPiece::Values { values: &row, escape }, &mut one);
+            let mut each = BytesMut::new();
+            let mut each_ok = true;
+            for v in &row {
+                match crate::escape::encode_value(v.as_deref(), escape) {
+                    Ok(text) => codec.encode(ReplyPiece::Data(text), &mut each).unwrap(),
+                    Err(_) => each_ok = false,
+                }
+            }
+            prop_assert_eq!(r.is_ok(), each_ok);
+            if each_ok {
+                prop_assert_eq!(&one[..], &each[..]);
+            } else {
+                prop_assert!(one.is_empty());
+            }
+        }
+
         #[test]
         fn arbitrary_bytes_are_chunking_invariant(
             bytes in proptest::collection::vec(prop_oneof![

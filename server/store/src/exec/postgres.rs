@@ -293,12 +293,12 @@ impl Conn {
         r?.iter().map(|row| decode_row(row, types)).collect()
     }
 
-    pub(crate) async fn stream(
+    pub(crate) async fn stream<E: From<StoreError> + Send + 'static>(
         &mut self,
         text: &str,
         params: &[Value],
         types: &[ValueType],
-        tx: mpsc::Sender<Result<Vec<Value>, StoreError>>,
+        tx: mpsc::Sender<Result<Vec<Value>, E>>,
     ) -> Result<u64, StoreError> {
         if tx.is_closed() {
             return Ok(0);
@@ -307,7 +307,7 @@ impl Conn {
         let c = match self.live().await {
             Ok(c) => c,
             Err(e) => {
-                let _ = tx.send(Err(e.clone())).await;
+                let _ = tx.send(Err(E::from(e.clone()))).await;
                 return Err(e);
             }
         };
@@ -315,7 +315,7 @@ impl Conn {
             Ok(q) => q,
             Err(e) => {
                 self.dirty = false;
-                let _ = tx.send(Err(e.clone())).await;
+                let _ = tx.send(Err(E::from(e.clone()))).await;
                 return Err(e);
             }
         };
@@ -353,7 +353,7 @@ impl Conn {
         match outcome {
             Ok(_) => Ok(sent),
             Err((e, _)) => {
-                let _ = tx.send(Err(e.clone())).await;
+                let _ = tx.send(Err(E::from(e.clone()))).await;
                 Err(e)
             }
         }

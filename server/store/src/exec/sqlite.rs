@@ -26,7 +26,7 @@
 //! `journal_mode=WAL` (file databases), `synchronous=FULL` (a commit is on disk before it is
 //! acknowledged: nothing committed is lost on kill -9 or power loss), `foreign_keys=ON`,
 //! `case_sensitive_like=ON` (LIKE behaves as on PostgreSQL), `busy_timeout`, and a
-//! `prepare_cached` LRU of `statement_cache` statements.
+//! `prepare_cached` LRU of `statement_cache` statements, and a page cache of `sqlite_cache_kib`.
 //!
 //! # In-memory databases
 //! `sqlite::memory:` opens `file:/ardacat-mem-<pid>-<n>?vfs=memdb`: SQLite's memdb VFS shares a
@@ -189,6 +189,7 @@ impl Pool {
             pool: pool.clone(),
             gate: None,
             in_tx: false,
+            may_be_in_tx: false,
             unlimited: false,
         })
     }
@@ -217,13 +218,13 @@ async fn spawn_worker(
 ) -> Result<Worker, StoreError> {
     let (jobs, queue) = std_mpsc::channel::<Job>();
     let (ready_tx, ready_rx) = oneshot::channel();
-    let (busy, cache) = (opts.busy_timeout, opts.statement_cache);
+    let (busy, cache, cache_kib) = (opts.busy_timeout, opts.statement_cache, opts.sqlite_cache_kib);
     let deadline = Arc::new(Deadline::new());
     let watch = deadline.clone();
     std::thread::Builder::new()
         .name(format!("ardacat-sqlite-{index}"))
         .spawn(move || {
-            let mut conn = match open_connection(&path, flags, file, busy, cache) {
+            let mut conn = match open_connection(&path, flags, file, busy, cache, cache_kib) {
                 Ok(c) => c,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -255,6 +256,7 @@ fn open_connection(
     file: bool,
     busy: Duration,
     cache: usize,
+    cache_kib: u32,
 ) -> Result<Connection, StoreError> {
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| StoreError::Config(format!("cannot open SQLite database {}: {e}", path.display())))?;
@@ -269,7 +271,9 @@ fn open_connection(
             )));
         }
     }
-    conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA case_sensitive_like=ON;")?;
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA case_sensitive_like=ON; PRAGMA cache_size=-{cache_kib};"
+    ))?;
     Ok(conn)
 }
 
@@ -281,6 +285,10 @@ pub(crate) struct Conn {
     /// The write gate, held from `begin` to `commit`/`rollback`.
     gate: Option<OwnedMutexGuard<()>>,
     in_tx: bool,
+    /// A transaction may be open on the connection (a `begin` or a batch ran since the last
+    /// clean end): only then does `drop` queue the rollback job. Point reads skip that extra
+    /// round trip to the connection thread.
+    may_be_in_tx: bool,
     /// Jobs run without the statement deadline (migrations).
     unlimited: bool,
 }
@@ -288,6 +296,13 @@ pub(crate) struct Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         if let Some(worker) = self.worker.take() {
+            if !self.may_be_in_tx {
+                if !self.pool.closed.load(Ordering::SeqCst) {
+                    self.pool.idle().push(worker);
+                }
+                drop(self.permit.take());
+                return;
+            }
             // Whatever happened (an open transaction, a cancelled `begin`), leave the connection
             // in autocommit mode for the next user. The gate is released only after the rollback.
             let gate = self.gate.take();
@@ -384,12 +399,12 @@ impl Conn {
         .await
     }
 
-    pub(crate) async fn stream(
+    pub(crate) async fn stream<E: From<StoreError> + Send + 'static>(
         &mut self,
         sql: &str,
         params: &[Value],
         types: &[ValueType],
-        tx: mpsc::Sender<Result<Vec<Value>, StoreError>>,
+        tx: mpsc::Sender<Result<Vec<Value>, E>>,
     ) -> Result<u64, StoreError> {
         let (sql, params, types) = (sql.to_owned(), params.to_vec(), types.to_vec());
         let err_tx = tx.clone();
@@ -398,7 +413,7 @@ impl Conn {
         if let Err(e) = &r {
             // Errors raised on the thread were sent there already; this covers `Closed`.
             if matches!(e, StoreError::Closed) {
-                let _ = err_tx.send(Err(e.clone())).await;
+                let _ = err_tx.send(Err(E::from(e.clone()))).await;
             }
         }
         r
@@ -406,6 +421,8 @@ impl Conn {
 
     pub(crate) async fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
         let gate = self.gate_for_write().await?;
+        // A batch may hold its own BEGIN.
+        self.may_be_in_tx = true;
         let sql = sql.to_owned();
         self.run(move |conn| {
             let r = conn.execute_batch(&sql).map_err(StoreError::from);
@@ -436,6 +453,7 @@ impl Conn {
 
     pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
         let gate = self.lock_gate().await?;
+        self.may_be_in_tx = true;
         self.run(|conn| conn.execute_batch("BEGIN IMMEDIATE").map_err(StoreError::from)).await?;
         self.gate = Some(gate);
         self.in_tx = true;
@@ -466,11 +484,14 @@ impl Conn {
             })
             .await;
         self.end_tx();
+        // Unknown state: let `drop` try once more.
+        self.may_be_in_tx = r.is_err();
         r
     }
 
     fn end_tx(&mut self) {
         self.in_tx = false;
+        self.may_be_in_tx = false;
         self.gate = None;
     }
 }
@@ -536,27 +557,27 @@ impl Drop for ProgressGuard<'_> {
     }
 }
 
-fn stream_rows(
+fn stream_rows<E: From<StoreError> + Send + 'static>(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
     types: &[ValueType],
-    tx: mpsc::Sender<Result<Vec<Value>, StoreError>>,
+    tx: mpsc::Sender<Result<Vec<Value>, E>>,
     deadline: &Arc<Deadline>,
 ) -> Result<u64, StoreError> {
     let r = stream_inner(conn, sql, params, types, &tx, deadline);
     if let Err(e) = &r {
-        let _ = tx.blocking_send(Err(e.clone()));
+        let _ = tx.blocking_send(Err(E::from(e.clone())));
     }
     r
 }
 
-fn stream_inner(
+fn stream_inner<E: From<StoreError> + Send + 'static>(
     conn: &Connection,
     sql: &str,
     params: &[Value],
     types: &[ValueType],
-    tx: &mpsc::Sender<Result<Vec<Value>, StoreError>>,
+    tx: &mpsc::Sender<Result<Vec<Value>, E>>,
     deadline: &Arc<Deadline>,
 ) -> Result<u64, StoreError> {
     if tx.is_closed() {
