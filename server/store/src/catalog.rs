@@ -203,7 +203,7 @@ impl SqlConn {
             self.p(1, ValueType::Int)
         );
         let rows = self
-            .rows(
+            .point_rows(
                 &sql,
                 &[Value::Int(collection_id)],
                 &[ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Bool],
@@ -226,8 +226,9 @@ impl SqlConn {
             "SELECT principal, is_group, rights FROM acls WHERE collection_id = {} ORDER BY is_group, principal",
             self.p(1, ValueType::Int)
         );
-        let rows =
-            self.rows(&sql, &[Value::Int(collection_id)], &[ValueType::Text, ValueType::Bool, ValueType::Int]).await?;
+        let rows = self
+            .point_rows(&sql, &[Value::Int(collection_id)], &[ValueType::Text, ValueType::Bool, ValueType::Int])
+            .await?;
         Ok(rows
             .into_iter()
             .map(|r| AclEntry {
@@ -249,6 +250,12 @@ impl SqlConn {
 
     async fn rows(&mut self, sql: &str, params: &[Value], types: &[ValueType]) -> Result<Vec<Vec<Value>>> {
         self.conn.query(sql, params, types).await.map_err(map_err)
+    }
+
+    /// `rows` for an index lookup of a few rows in a system table (a collection by path, its
+    /// attributes): on SQLite it runs on the calling thread (`exec::Conn::query_point`).
+    async fn point_rows(&mut self, sql: &str, params: &[Value], types: &[ValueType]) -> Result<Vec<Vec<Value>>> {
+        self.conn.query_point(sql, params, types).await.map_err(map_err)
     }
 
     async fn exec_compiled(&mut self, c: &Compiled) -> Result<u64> {
@@ -290,7 +297,7 @@ impl SqlConn {
             return Ok(true);
         }
         let sql = format!("SELECT has_table FROM collections WHERE id = {}", self.p(1, ValueType::Int));
-        let rows = self.rows(&sql, &[Value::Int(id)], &[ValueType::Bool]).await?;
+        let rows = self.point_rows(&sql, &[Value::Int(id)], &[ValueType::Bool]).await?;
         let exists = matches!(rows.first().and_then(|r| r.first()), Some(Value::Bool(true)));
         // Inside a transaction the table may be this transaction's own and still roll back.
         if exists && self.cacheable() {
@@ -402,7 +409,7 @@ impl StoreConn for SqlConn {
             return Ok(hit);
         }
         let sql = format!("SELECT {COLLECTION_COLS} FROM collections WHERE path = {}", self.p(1, ValueType::Text));
-        let rows = self.rows(&sql, &[Value::Text(path.into())], &COLLECTION_TYPES).await?;
+        let rows = self.point_rows(&sql, &[Value::Text(path.into())], &COLLECTION_TYPES).await?;
         let found = rows.into_iter().next().map(collection_from).transpose()?;
         if cacheable {
             let mut cache = self.cache();
@@ -417,7 +424,7 @@ impl StoreConn for SqlConn {
 
     async fn collection_by_id(&mut self, id: i64) -> Result<Option<CollectionInfo>> {
         let sql = format!("SELECT {COLLECTION_COLS} FROM collections WHERE id = {}", self.p(1, ValueType::Int));
-        let rows = self.rows(&sql, &[Value::Int(id)], &COLLECTION_TYPES).await?;
+        let rows = self.point_rows(&sql, &[Value::Int(id)], &COLLECTION_TYPES).await?;
         rows.into_iter().next().map(collection_from).transpose()
     }
 
@@ -728,7 +735,7 @@ impl StoreConn for SqlConn {
             return Ok(Vec::new());
         }
         let c = compile_select(self.dialect, plan);
-        self.rows(&c.sql, &c.params, &c.types).await
+        self.conn.query_point(&c.sql, &c.params, &c.types).await.map_err(map_err)
     }
 
     async fn set_acl(&mut self, collection_id: i64, e: &AclEntry) -> Result<()> {

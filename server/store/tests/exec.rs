@@ -1019,3 +1019,50 @@ fn api_is_send() {
     }
     let _ = uses;
 }
+
+/// `query_point` answers like `query`, runs writes (on SQLite: on the connection thread), and
+/// never overtakes the previous owner's rollback: with one pooled connection, a point read right
+/// after a connection was dropped mid-transaction must not see the abandoned row.
+async fn point_reads(db: Db, url: String) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    let ins = sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)");
+    let by_id = sql(&db, "SELECT id, k FROM parent WHERE id = $1");
+    let types = [ValueType::Int, ValueType::Text];
+    c.execute(&ins, &[Value::Int(1), Value::Text("one".into())]).await.unwrap();
+    let want = vec![vec![Value::Int(1), Value::Text("one".into())]];
+    assert_eq!(c.query_point(&by_id, &[Value::Int(1)], &types).await.unwrap(), want);
+    assert_eq!(c.query(&by_id, &[Value::Int(1)], &types).await.unwrap(), want);
+    assert!(c.query_point(&by_id, &[Value::Int(2)], &types).await.unwrap().is_empty());
+    assert!(c.query_point(&by_id, &[Value::Text("x".into())], &[ValueType::Int]).await.is_err(), "type check");
+    let upd = sql(&db, "UPDATE parent SET k = $1 WHERE id = $2 RETURNING id");
+    c.begin().await.unwrap();
+    let r = c.query_point(&upd, &[Value::Text("uno".into()), Value::Int(1)], &[ValueType::Int]).await.unwrap();
+    assert_eq!(r, vec![vec![Value::Int(1)]]);
+    assert_eq!(c.query_point(&by_id, &[Value::Int(1)], &types).await.unwrap()[0][1], Value::Text("uno".into()));
+    c.commit().await.unwrap();
+    drop(c);
+
+    let one = Db::open(&url, DbOptions { pool_size: 1, ..small_opts() }).await.unwrap();
+    for round in 0..50 {
+        {
+            let mut c = one.acquire().await.unwrap();
+            c.begin().await.unwrap();
+            c.execute(&ins, &[Value::Int(1000 + round), Value::Text("abandoned".into())]).await.unwrap();
+        }
+        let mut c = one.acquire().await.unwrap();
+        let seen = c.query_point(&by_id, &[Value::Int(1000 + round)], &types).await.unwrap();
+        assert!(seen.is_empty(), "round {round}: the abandoned insert is visible");
+    }
+    assert_all_released(&one).await;
+}
+
+#[tokio::test]
+async fn point_reads_sqlite() {
+    on_sqlite_file(small_opts(), point_reads).await;
+}
+
+#[tokio::test]
+async fn point_reads_postgres() {
+    on_pg(small_opts(), point_reads).await;
+}

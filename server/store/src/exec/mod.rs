@@ -300,6 +300,24 @@ impl Conn {
         self.note(r)
     }
 
+    /// [`Conn::query`] for a read that touches a handful of rows through an index (one named
+    /// entry). SQLite runs it on the calling thread when its connection thread is idle — no
+    /// thread hop, the difference that matters for single-entry `get` — and falls back to the
+    /// thread for a statement that writes. PostgreSQL: the same as `query`.
+    pub async fn query_point(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[ValueType],
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
+        self.check_tx()?;
+        let r = match &mut self.inner {
+            ConnInner::Sqlite(c) => c.query_point(sql, params, types).await,
+            ConnInner::Postgres(c) => c.query(sql, params, types).await,
+        };
+        self.note(r)
+    }
+
     /// Run a query and send its rows into `tx` as they are read from the database. Returns the
     /// number of rows sent. If the receiver is dropped the query is stopped promptly and the
     /// call returns `Ok(rows sent so far)`. An error is also sent into the channel (when the

@@ -7,6 +7,12 @@
 //! exclusive right to submit jobs to one such thread until it is dropped. Jobs are queued in
 //! order, so the rollback job a dropping `Conn` enqueues always runs before the next user's jobs.
 //!
+//! One exception: [`Conn::query_point`] (a read of one named entry) runs on the caller's thread
+//! when the connection thread has nothing queued or running and the statement is read-only. A
+//! point read through an index takes microseconds, less than the two thread switches of a job,
+//! and WAL readers do not wait for writers; everything else (writes, commits with their fsync,
+//! scans, streams) stays on the connection thread.
+//!
 //! # Pool: N equal connections plus an in-process write gate
 //! The API has a single `acquire()` and a `Conn` does not say up front whether it will write, so
 //! the pool is N equal connections (default 4) rather than "one writer + readers". Writers are
@@ -59,7 +65,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OpenFlags, Statement, ToSql};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
@@ -118,6 +124,21 @@ fn watch_deadline(conn: &Connection, deadline: &Arc<Deadline>) {
 struct Worker {
     jobs: std_mpsc::Sender<Job>,
     deadline: Arc<Deadline>,
+    /// The connection itself. The thread locks it for each job; `Conn::query_point` locks it
+    /// on the caller's thread when no job is queued or running (`pending == 0`).
+    conn: Arc<Mutex<Connection>>,
+    /// Jobs sent to the thread and not finished yet (decremented under the connection lock).
+    pending: Arc<AtomicUsize>,
+}
+
+impl Worker {
+    fn send(&self, job: Job) -> Result<(), StoreError> {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        self.jobs.send(job).map_err(|_| {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            StoreError::Closed
+        })
+    }
 }
 
 pub(crate) struct Pool {
@@ -221,10 +242,12 @@ async fn spawn_worker(
     let (busy, cache, cache_kib) = (opts.busy_timeout, opts.statement_cache, opts.sqlite_cache_kib);
     let deadline = Arc::new(Deadline::new());
     let watch = deadline.clone();
+    let pending = Arc::new(AtomicUsize::new(0));
+    let done = pending.clone();
     std::thread::Builder::new()
         .name(format!("ardacat-sqlite-{index}"))
         .spawn(move || {
-            let mut conn = match open_connection(&path, flags, file, busy, cache, cache_kib) {
+            let conn = match open_connection(&path, flags, file, busy, cache, cache_kib) {
                 Ok(c) => c,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -232,8 +255,11 @@ async fn spawn_worker(
                 }
             };
             watch_deadline(&conn, &watch);
-            let _ = ready_tx.send(Ok(()));
+            let shared = Arc::new(Mutex::new(conn));
+            let _ = ready_tx.send(Ok(shared.clone()));
             while let Ok(job) = queue.recv() {
+                // A panic is caught inside the guard's scope, so the lock is never poisoned.
+                let mut conn = shared.lock().unwrap_or_else(|p| p.into_inner());
                 let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut conn)));
                 watch.disarm();
                 if outcome.is_err() {
@@ -243,11 +269,12 @@ async fn spawn_worker(
                         let _ = conn.execute_batch("ROLLBACK");
                     }
                 }
+                done.fetch_sub(1, Ordering::SeqCst);
             }
         })
         .map_err(|e| StoreError::Database(format!("cannot start a SQLite thread: {e}")))?;
-    ready_rx.await.map_err(|_| StoreError::Closed)??;
-    Ok(Worker { jobs, deadline })
+    let conn = ready_rx.await.map_err(|_| StoreError::Closed)??;
+    Ok(Worker { jobs, deadline, conn, pending })
 }
 
 fn open_connection(
@@ -314,7 +341,7 @@ impl Drop for Conn {
                 }
                 drop(gate);
             });
-            if worker.jobs.send(cleanup).is_ok() && !self.pool.closed.load(Ordering::SeqCst) {
+            if worker.send(cleanup).is_ok() && !self.pool.closed.load(Ordering::SeqCst) {
                 self.pool.idle().push(worker);
             }
         }
@@ -347,7 +374,7 @@ impl Conn {
             deadline.arm(limit);
             let _ = tx.send(f(conn));
         });
-        worker.jobs.send(job).map_err(|_| StoreError::Closed)?;
+        worker.send(job)?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
@@ -397,6 +424,56 @@ impl Conn {
             Ok(out)
         })
         .await
+    }
+
+    /// `query` on the calling thread when the connection thread has nothing queued or running
+    /// (so no job of this `Conn`, nor the previous owner's rollback, is overtaken) and the
+    /// statement only reads. A point read costs a few microseconds, less than the two thread
+    /// switches of a job; WAL readers do not wait for writers. Anything else goes to the thread.
+    pub(crate) async fn query_point(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[ValueType],
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
+        if let Some(r) = self.try_inline_read(sql, params, types) {
+            return r;
+        }
+        self.query(sql, params, types).await
+    }
+
+    fn try_inline_read(
+        &self,
+        sql: &str,
+        params: &[Value],
+        types: &[ValueType],
+    ) -> Option<Result<Vec<Vec<Value>>, StoreError>> {
+        let worker = self.worker.as_ref()?;
+        if worker.pending.load(Ordering::SeqCst) != 0 {
+            return None;
+        }
+        let conn = worker.conn.try_lock().ok()?;
+        let mut st = match prepare(&conn, sql) {
+            Ok(st) => st,
+            Err(e) => return Some(Err(e)),
+        };
+        if !st.readonly() {
+            return None;
+        }
+        let limit = if self.unlimited { Duration::ZERO } else { self.pool.statement_timeout };
+        worker.deadline.arm(limit);
+        let r = (|| {
+            check_types(st.column_count(), types)?;
+            bind(&mut st, params)?;
+            let mut rows = st.raw_query();
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                out.push(decode_row(row, types)?);
+            }
+            Ok(out)
+        })();
+        worker.deadline.disarm();
+        Some(r)
     }
 
     pub(crate) async fn stream<E: From<StoreError> + Send + 'static>(
