@@ -473,7 +473,7 @@ class Suite:
         jobs = []
         backend_arg = "both" if len(self.plan.backends) == 2 else self.plan.backends[0]
         jobs.append(("catalogue", ["--entries", self.plan.catalogue_entries, "--queries",
-                                   self.plan.catalogue_queries, "--backend", backend_arg]))
+                                   self.plan.catalogue_queries, "--backend", backend_arg, "--analyze"]))
         for b in self.plan.backends:
             jobs.append(("stream", ["--rows", self.plan.stream_rows, "--backend", b]))
         log("== building the cargo benches (catalogue, stream)")
