@@ -8,7 +8,7 @@
 //! `DDS_PAIRED=1 cargo bench -p ardacat-soap --bench dds` prints interleaved minimum timings
 //! instead (robust ratios on a shared machine).
 
-#[path = "../tests/dds_gen.rs"]
+#[path = "../tests/common/dds_gen.rs"]
 mod dds_gen;
 
 use std::hint::black_box;
