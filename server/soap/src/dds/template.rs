@@ -10,8 +10,8 @@
 //! A template keeps one copy of the message and no copy of its values: every value is a
 //! byte range of that copy, and a hit builds the owned request from the ranges (the new
 //! message's text for changed slots). What the ranges cannot say lives in a hollow
-//! [`Layout`] (the request with every string empty, one flag byte per list item saying which
-//! optional elements are present) and, only when the message has them, in an [`Extra`]
+//! `Layout` (the request with every string empty, one flag byte per list item saying which
+//! optional elements are present) and, only when the message has them, in an `Extra`
 //! block (ignored header blocks, decoded values of slots holding references or CDATA). A slot
 //! is 16 bytes (offsets as `u32`, field, fragility and inner index packed into one word), a
 //! loop unit 12. So a template is the message plus about 16 bytes per value, in a handful of
