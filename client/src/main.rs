@@ -118,7 +118,7 @@ enum Sub {
     },
     /// Load generator: N persistent connections for a fixed time; reports ops/s and latency.
     Bench {
-        /// ping | get | add | bulkget | query
+        /// ping | get | add | bulkget | query | setattr | addbulk
         #[arg(long, default_value = "ping")]
         scenario: Scenario,
         /// Concurrent connections, one task each.
@@ -127,7 +127,7 @@ enum Sub {
         /// Seconds to run.
         #[arg(long, default_value_t = 10.0)]
         duration: f64,
-        /// tcp | soap (SOAP supports ping, get and bulkget; --port is then the HTTP port, default 8823).
+        /// tcp | soap (SOAP supports all but query; --port is then the HTTP port, default 8823).
         #[arg(long, default_value = "tcp")]
         protocol: Protocol,
         /// Print one JSON object instead of text.
@@ -145,6 +145,12 @@ enum Sub {
         /// TCP port used by --setup when --protocol soap [default: config Port or 8822].
         #[arg(long)]
         tcp_port: Option<u16>,
+        /// SOAP: on = persistent connections; off = a new HTTP connection per request.
+        #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+        keep_alive: String,
+        /// addbulk: entries per operation (one upload, or one createEntry).
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
     },
 }
 
@@ -168,7 +174,19 @@ fn main() -> ExitCode {
         }
     };
     match cli.sub {
-        Some(Sub::Bench { scenario, connections, duration, protocol, json, setup, entries, soap_path, tcp_port }) => {
+        Some(Sub::Bench {
+            scenario,
+            connections,
+            duration,
+            protocol,
+            json,
+            setup,
+            entries,
+            soap_path,
+            tcp_port,
+            keep_alive,
+            batch,
+        }) => {
             let mut run_config = config.clone();
             if protocol == Protocol::Soap {
                 run_config.port = cli.conn.port.unwrap_or(DEFAULT_SOAP_PORT);
@@ -181,6 +199,8 @@ fn main() -> ExitCode {
                 duration: Duration::from_secs_f64(duration.max(0.0)),
                 entries,
                 soap_path,
+                keep_alive: keep_alive == "on",
+                batch,
             };
             let mut setup_config = config;
             if protocol == Protocol::Soap {

@@ -1,6 +1,7 @@
-//! The load generator behind `ardacat bench`: N persistent connections, each driven by its own
-//! task for a fixed time, per-operation latencies merged into percentiles; plus the `--setup` data
-//! set under `/bench`. It measures and reports; it must not print (the CLI does) or check results.
+//! The load generator behind `ardacat bench`: N connections (persistent; SOAP optionally one per
+//! request), each driven by its own task for a fixed time, per-operation latencies merged into
+//! percentiles; plus the `--setup` data set under `/bench`. It measures and reports; it must not
+//! print (the CLI does) or check results.
 
 pub mod soap;
 
@@ -41,6 +42,13 @@ pub enum Scenario {
     Bulkget,
     /// `selectattr /bench:FILE /bench:a0 '/bench:a0 > X and /bench:a1 < Y'`.
     Query,
+    /// A job-status update: each connection sets all 60 attributes of its own entry
+    /// `/bench/e<connection>`, the same values every time except three (an int counter `a0`, a
+    /// float clock `a20`, a status word `a40`). `setattr` over TCP, `setAttributes` over SOAP.
+    Setattr,
+    /// `--batch` new entries of 60 attributes per operation into `/bench_add`: `upload` + `put`s
+    /// + `commit` over TCP, one `createEntry` of that many entries over SOAP.
+    Addbulk,
 }
 
 impl FromStr for Scenario {
@@ -53,7 +61,11 @@ impl FromStr for Scenario {
             "add" => Scenario::Add,
             "bulkget" => Scenario::Bulkget,
             "query" => Scenario::Query,
-            other => return Err(format!("unknown scenario {other:?} (ping, get, add, bulkget, query)")),
+            "setattr" => Scenario::Setattr,
+            "addbulk" => Scenario::Addbulk,
+            other => {
+                return Err(format!("unknown scenario {other:?} (ping, get, add, bulkget, query, setattr, addbulk)"));
+            }
         })
     }
 }
@@ -66,6 +78,8 @@ impl fmt::Display for Scenario {
             Scenario::Add => "add",
             Scenario::Bulkget => "bulkget",
             Scenario::Query => "query",
+            Scenario::Setattr => "setattr",
+            Scenario::Addbulk => "addbulk",
         })
     }
 }
@@ -111,6 +125,10 @@ pub struct BenchOptions {
     pub entries: usize,
     /// HTTP path of the SOAP endpoint.
     pub soap_path: String,
+    /// SOAP: keep connections alive (else one connection per request, `Connection: close`).
+    pub keep_alive: bool,
+    /// Entries per operation of `addbulk`.
+    pub batch: usize,
 }
 
 /// The outcome of a run.
@@ -119,6 +137,10 @@ pub struct BenchReport {
     pub scenario: Scenario,
     pub protocol: Protocol,
     pub connections: usize,
+    /// SOAP keep-alive (always true over TCP).
+    pub keep_alive: bool,
+    /// Entries per operation (`addbulk`).
+    pub batch: Option<usize>,
     pub elapsed: Duration,
     /// Successful operations.
     pub ops: u64,
@@ -128,7 +150,8 @@ pub struct BenchReport {
     pub p90_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
-    /// Entries (bulkget) or rows (query) returned per second.
+    /// Entries returned (bulkget), rows returned (query) or entries created (add, addbulk) per
+    /// second.
     pub entries_per_sec: Option<f64>,
     pub first_error: Option<String>,
 }
@@ -156,6 +179,12 @@ impl BenchReport {
             if let Some(e) = &self.first_error {
                 map.insert("first_error".into(), serde_json::json!(e));
             }
+            if self.protocol == Protocol::Soap {
+                map.insert("keep_alive".into(), serde_json::json!(self.keep_alive));
+            }
+            if let Some(b) = self.batch {
+                map.insert("batch".into(), serde_json::json!(b));
+            }
         }
         v
     }
@@ -165,11 +194,13 @@ impl fmt::Display for BenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "scenario {} over {}, {} connection(s), {:.1} s",
+            "scenario {} over {}{}, {} connection(s), {:.1} s{}",
             self.scenario,
             self.protocol,
+            if self.keep_alive { "" } else { " (no keep-alive)" },
             self.connections,
-            self.elapsed.as_secs_f64()
+            self.elapsed.as_secs_f64(),
+            self.batch.map_or(String::new(), |b| format!(", {b} entries per operation"))
         )?;
         writeln!(f, "  ops        {} ({} errors)", self.ops, self.errors)?;
         writeln!(f, "  ops/s      {:.1}", self.ops_per_sec)?;
@@ -299,6 +330,37 @@ struct Plan {
     /// `getattr <dir> a0 … a59` without the entry name, shared by get and bulkget.
     getattr_tail: String,
     run_tag: String,
+    batch: usize,
+    /// `setattr`: the job record of each connection (the values that do not change).
+    jobs: Vec<Vec<String>>,
+}
+
+/// Status words of the `setattr` scenario, in the order a job goes through them.
+const JOB_STATES: [&str; 5] = ["Submitted", "Waiting", "Running", "Completing", "Done"];
+
+/// The `setattr` values of connection `task` at operation `seq`: its job record with the
+/// counter `a0`, the clock `a20` and the status `a40` replaced.
+fn job_update(plan: &Plan, task: usize, seq: u64) -> Vec<(&str, String)> {
+    let job = &plan.jobs[task % plan.jobs.len()];
+    plan.attrs
+        .iter()
+        .zip(job)
+        .enumerate()
+        .map(|(i, (a, v))| {
+            let v = match i {
+                0 => (seq % INT_RANGE as u64).to_string(),
+                20 => format!("{:.4}", seq as f64 * 0.25),
+                40 => JOB_STATES[(seq % JOB_STATES.len() as u64) as usize].to_owned(),
+                _ => v.clone(),
+            };
+            (a.as_str(), v)
+        })
+        .collect()
+}
+
+/// `n` new entries for `/bench_add`, named uniquely for this run, connection and operation.
+fn new_entries(plan: &Plan, rng: &mut StdRng, task: usize, seq: u64, n: usize) -> Vec<(String, Vec<String>)> {
+    (0..n).map(|k| (format!("{}_{task}_{seq}_{k}", plan.run_tag), entry_values(rng))).collect()
 }
 
 #[derive(Default)]
@@ -322,6 +384,7 @@ async fn open(opts: &BenchOptions) -> Result<Conn> {
         Protocol::Soap => {
             let c = &opts.client;
             let mut soap = SoapClient::new(&c.host, c.port, &opts.soap_path, &c.login, c.password.as_deref());
+            soap.set_keep_alive(opts.keep_alive);
             soap.ping().await?;
             Conn::Soap(soap)
         }
@@ -355,6 +418,21 @@ async fn operation(conn: &mut Conn, plan: &Plan, rng: &mut StdRng, seq: u64, tas
                     }
                     client.command_line(&args)?
                 }
+                Scenario::Setattr => {
+                    let entry = format!("{BENCH_DIR}/e{}", task % plan.entries);
+                    let mut args = vec!["setattr".to_owned(), entry];
+                    for (a, v) in job_update(plan, task, seq) {
+                        args.push(a.to_owned());
+                        args.push(v);
+                    }
+                    client.command_line(&args)?
+                }
+                Scenario::Addbulk => {
+                    let rows = new_entries(plan, rng, task, seq, plan.batch)
+                        .into_iter()
+                        .map(|(name, values)| (name, values.into_iter().map(Some).collect()));
+                    return client.upload(BENCH_ADD_DIR, &plan.attrs, rows).await;
+                }
             };
             let lines = client.start(&line).await?.drain().await?;
             Ok(match plan.scenario {
@@ -370,6 +448,14 @@ async fn operation(conn: &mut Conn, plan: &Plan, rng: &mut StdRng, seq: u64, tas
                 soap.get_attributes(&entry, &plan.attrs).await.map(|_| 1)
             }
             Scenario::Bulkget => soap.get_entries(BENCH_1K_DIR, &plan.attrs).await,
+            Scenario::Setattr => {
+                let entry = format!("{BENCH_DIR}/e{}", task % plan.entries);
+                soap.set_attributes(&entry, &job_update(plan, task, seq)).await.map(|_| 1)
+            }
+            Scenario::Add | Scenario::Addbulk => {
+                let n = if plan.scenario == Scenario::Add { 1 } else { plan.batch };
+                soap.create_entries(BENCH_ADD_DIR, &plan.attrs, &new_entries(plan, rng, task, seq, n)).await
+            }
             other => Err(ClientError::InvalidArgument(format!("scenario {other} is not available over SOAP"))),
         },
     }
@@ -419,10 +505,11 @@ async fn task_loop(
 /// Runs the scenario: connects all clients first, then starts them together.
 pub async fn run(opts: &BenchOptions) -> Result<BenchReport> {
     let connections = opts.connections.max(1);
-    if opts.protocol == Protocol::Soap && !matches!(opts.scenario, Scenario::Ping | Scenario::Get | Scenario::Bulkget) {
+    if opts.protocol == Protocol::Soap && opts.scenario == Scenario::Query {
         return Err(ClientError::InvalidArgument(format!("scenario {} is not available over SOAP", opts.scenario)));
     }
     let attrs = attr_names();
+    let mut job_rng = StdRng::seed_from_u64(0x10b5);
     let plan = std::sync::Arc::new(Plan {
         scenario: opts.scenario,
         entries: opts.entries.max(1),
@@ -432,9 +519,11 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchReport> {
             "r{}",
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
         ),
+        batch: opts.batch.max(1),
+        jobs: (0..connections).map(|_| entry_values(&mut job_rng)).collect(),
     });
     let mut conns = futures::future::try_join_all((0..connections).map(|_| open(opts))).await?;
-    if opts.scenario == Scenario::Add
+    if matches!(opts.scenario, Scenario::Add | Scenario::Addbulk)
         && let Some(Conn::Tcp(client)) = conns.first_mut()
     {
         ensure_dir(client, BENCH_ADD_DIR).await?;
@@ -463,6 +552,8 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchReport> {
         scenario: opts.scenario,
         protocol: opts.protocol,
         connections,
+        keep_alive: opts.protocol == Protocol::Tcp || opts.keep_alive,
+        batch: (opts.scenario == Scenario::Addbulk).then_some(plan.batch),
         elapsed,
         ops: all.ops,
         errors: all.errors,
@@ -471,7 +562,11 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchReport> {
         p90_us: percentile(&all.latencies, 0.90),
         p99_us: percentile(&all.latencies, 0.99),
         max_us: all.latencies.last().copied().map_or(0, u64::from),
-        entries_per_sec: matches!(opts.scenario, Scenario::Bulkget | Scenario::Query).then(|| all.items as f64 / secs),
+        entries_per_sec: matches!(
+            opts.scenario,
+            Scenario::Bulkget | Scenario::Query | Scenario::Add | Scenario::Addbulk
+        )
+        .then(|| all.items as f64 / secs),
         first_error: all.first_error,
     })
 }
@@ -519,6 +614,8 @@ mod tests {
             scenario: Scenario::Bulkget,
             protocol: Protocol::Tcp,
             connections: 4,
+            keep_alive: true,
+            batch: None,
             elapsed: Duration::from_secs(2),
             ops: 10,
             errors: 1,
@@ -536,5 +633,31 @@ mod tests {
         }
         assert_eq!(j["scenario"], "bulkget");
         assert_eq!(j["entries_per_sec"], 5000.0);
+        assert!(j.get("keep_alive").is_none() && j.get("batch").is_none());
+        let j = BenchReport { protocol: Protocol::Soap, keep_alive: false, batch: Some(100), ..r }.to_json();
+        assert_eq!((j["keep_alive"].as_bool(), j["batch"].as_u64()), (Some(false), Some(100)));
+    }
+
+    #[test]
+    fn job_updates_change_three_values() {
+        let attrs = attr_names();
+        let mut rng = StdRng::seed_from_u64(1);
+        let plan = Plan {
+            scenario: Scenario::Setattr,
+            entries: 10,
+            getattr_tail: String::new(),
+            run_tag: "r".into(),
+            batch: 1,
+            jobs: vec![entry_values(&mut rng), entry_values(&mut rng)],
+            attrs,
+        };
+        let (a, b) = (job_update(&plan, 1, 7), job_update(&plan, 1, 8));
+        assert_eq!(a.len(), ATTRS);
+        let differ: Vec<&str> = a.iter().zip(&b).filter(|(x, y)| x.1 != y.1).map(|(x, _)| x.0).collect();
+        assert_eq!(differ, ["a0", "a20", "a40"]);
+        assert!(a.iter().all(|(_, v)| v.len() <= 20), "values fit varchar(20)");
+        assert_ne!(job_update(&plan, 0, 7)[1].1, a[1].1, "connections have their own job records");
+        let e = new_entries(&plan, &mut rng, 3, 9, 2);
+        assert_eq!((e[0].0.as_str(), e[1].0.as_str(), e[1].1.len()), ("r_3_9_0", "r_3_9_1", ATTRS));
     }
 }

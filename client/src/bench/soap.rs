@@ -1,7 +1,8 @@
 //! A deliberately tiny SOAP 1.1 client for the load generator: one HTTP/1.1 keep-alive connection
-//! over a raw tokio `TcpStream`, Basic auth, `Content-Length` or chunked responses. It builds only
-//! the `ping` and `getAttributes` requests (one entry for `get`, a whole collection for `bulkget`);
-//! it must not grow into a general HTTP or XML library.
+//! (or, with keep-alive off, a new connection per request) over a raw tokio `TcpStream`, Basic
+//! auth, `Content-Length` or chunked responses. It builds only the requests the scenarios send:
+//! `ping`, `getAttributes` (one entry for `get`, a whole collection for `bulkget`),
+//! `setAttributes` and `createEntry`; it must not grow into a general HTTP or XML library.
 
 use std::borrow::Cow;
 
@@ -17,12 +18,14 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 /// Longest status or header line accepted.
 const MAX_HEADER_LINE: usize = 16 * 1024;
 
-/// A keep-alive SOAP connection to `http://host:port<path>`.
+/// A SOAP connection to `http://host:port<path>`: kept alive between requests, or (with
+/// [`SoapClient::set_keep_alive`]`(false)`) opened anew for every request and closed after it.
 pub struct SoapClient {
     host: String,
     port: u16,
     path: String,
     authorization: Option<String>,
+    keep_alive: bool,
     conn: Option<BufReader<TcpStream>>,
 }
 
@@ -39,7 +42,15 @@ impl SoapClient {
     pub fn new(host: &str, port: u16, path: &str, login: &str, password: Option<&str>) -> SoapClient {
         let authorization = (!login.is_empty())
             .then(|| format!("Basic {}", base64(format!("{login}:{}", password.unwrap_or("")).as_bytes())));
-        SoapClient { host: host.to_owned(), port, path: path.to_owned(), authorization, conn: None }
+        SoapClient { host: host.to_owned(), port, path: path.to_owned(), authorization, keep_alive: true, conn: None }
+    }
+
+    /// With `false`, every request goes on a new connection with `Connection: close`.
+    pub fn set_keep_alive(&mut self, on: bool) {
+        self.keep_alive = on;
+        if !on {
+            self.conn = None;
+        }
     }
 
     /// Opens the connection now (otherwise the first call does).
@@ -64,6 +75,30 @@ impl SoapClient {
         self.call("getAttributes", &get_attributes_body(entry, attrs)).await.map(|b| b.len())
     }
 
+    /// `setAttributes` of `pattern` (no condition): one `(name, value)` per attribute.
+    pub async fn set_attributes<A: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        pattern: &str,
+        pairs: &[(A, V)],
+    ) -> Result<()> {
+        self.call("setAttributes", &set_attributes_body(pattern, pairs)).await.map(drop)
+    }
+
+    /// `createEntry` of entries `(name, values)` in `schema`, value `k` of each for attribute
+    /// `attrs[k]`; returns how many the server says it created.
+    pub async fn create_entries<A: AsRef<str>>(
+        &mut self,
+        schema: &str,
+        attrs: &[A],
+        entries: &[(String, Vec<String>)],
+    ) -> Result<u64> {
+        let body = self.call("createEntry", &create_entry_body(schema, attrs, entries)).await?;
+        let text = String::from_utf8_lossy(&body);
+        element_text(&text, "created")
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| ClientError::Protocol("createEntry response without <created>".into()))
+    }
+
     /// `getAttributes` of every entry a collection path (or pattern) designates; returns the
     /// number of `<entry>` elements in the response.
     pub async fn get_entries<S: AsRef<str>>(&mut self, pattern: &str, attrs: &[S]) -> Result<u64> {
@@ -74,6 +109,9 @@ impl SoapClient {
     /// the server closed meanwhile is reopened once.
     pub async fn call(&mut self, action: &str, body: &str) -> Result<Vec<u8>> {
         let request = self.request(action, &envelope(body));
+        if !self.keep_alive {
+            self.conn = None;
+        }
         let reused = self.conn.is_some();
         let response = match self.exchange(&request).await {
             Err(e) if reused && e.is_connection_lost() => {
@@ -82,7 +120,7 @@ impl SoapClient {
             }
             other => other,
         }?;
-        if response.close {
+        if response.close || !self.keep_alive {
             self.conn = None;
         }
         if (200..300).contains(&response.status) {
@@ -96,11 +134,12 @@ impl SoapClient {
     fn request(&self, action: &str, envelope: &str) -> Vec<u8> {
         let mut head = format!(
             "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: text/xml; charset=utf-8\r\n\
-             SOAPAction: \"{NAMESPACE}#{action}\"\r\nContent-Length: {}\r\nConnection: keep-alive\r\n",
+             SOAPAction: \"{NAMESPACE}#{action}\"\r\nContent-Length: {}\r\nConnection: {}\r\n",
             self.path,
             self.host,
             self.port,
-            envelope.len()
+            envelope.len(),
+            if self.keep_alive { "keep-alive" } else { "close" }
         );
         if let Some(auth) = &self.authorization {
             head.push_str("Authorization: ");
@@ -216,6 +255,57 @@ fn get_attributes_body<S: AsRef<str>>(entry: &str, attrs: &[S]) -> String {
     body
 }
 
+/// The body element of a `setAttributes` request.
+fn set_attributes_body<A: AsRef<str>, V: AsRef<str>>(pattern: &str, pairs: &[(A, V)]) -> String {
+    let mut body = format!("<setAttributes xmlns=\"{NAMESPACE}\"><pattern>{}</pattern>", xml_escape(pattern));
+    for (a, v) in pairs {
+        push_attribute(&mut body, a.as_ref(), v.as_ref());
+    }
+    body.push_str("</setAttributes>");
+    body
+}
+
+/// The body element of a `createEntry` request.
+fn create_entry_body<A: AsRef<str>>(schema: &str, attrs: &[A], entries: &[(String, Vec<String>)]) -> String {
+    let mut body = format!("<createEntry xmlns=\"{NAMESPACE}\"><schemaName>{}</schemaName>", xml_escape(schema));
+    for (name, values) in entries {
+        body.push_str("<entry><name>");
+        body.push_str(&xml_escape(name));
+        body.push_str("</name>");
+        for (a, v) in attrs.iter().zip(values) {
+            push_attribute(&mut body, a.as_ref(), v);
+        }
+        body.push_str("</entry>");
+    }
+    body.push_str("</createEntry>");
+    body
+}
+
+fn push_attribute(body: &mut String, name: &str, value: &str) {
+    body.push_str("<attribute><name>");
+    body.push_str(&xml_escape(name));
+    body.push_str("</name><value>");
+    body.push_str(&xml_escape(value));
+    body.push_str("</value></attribute>");
+}
+
+/// The text of the first element named `local` (any prefix, no attributes), if any.
+fn element_text<'a>(xml: &'a str, local: &str) -> Option<&'a str> {
+    let mut rest = xml;
+    loop {
+        let at = rest.find('<')?;
+        let tag = &rest[at + 1..];
+        let end = tag.find('>')?;
+        let name = &tag[..end];
+        let bare = name.rsplit(':').next().unwrap_or(name);
+        if bare == local {
+            let content = &tag[end + 1..];
+            return content.find("</").map(|close| &content[..close]);
+        }
+        rest = &tag[end..];
+    }
+}
+
 /// How many elements named `local` (with or without a namespace prefix) close in `xml`.
 pub fn count_closing(xml: &[u8], local: &str) -> u64 {
     let local = local.as_bytes();
@@ -289,6 +379,28 @@ mod tests {
             assert_eq!(base64(plain.as_bytes()), encoded);
         }
         assert_eq!(base64(b"root:secret"), "cm9vdDpzZWNyZXQ=");
+    }
+
+    #[test]
+    fn write_request_bodies_and_created_count() {
+        assert_eq!(
+            set_attributes_body("/bench/e1", &[("a0", "7"), ("a40", "R&D")]),
+            "<setAttributes xmlns=\"urn:ardacat:metadata:1\"><pattern>/bench/e1</pattern>\
+             <attribute><name>a0</name><value>7</value></attribute>\
+             <attribute><name>a40</name><value>R&amp;D</value></attribute></setAttributes>"
+        );
+        let entries = vec![("x1".to_string(), vec!["1".to_string(), "2.5".to_string()]), ("x2".into(), vec![])];
+        assert_eq!(
+            create_entry_body("/bench_add", &["a0", "a20"], &entries),
+            "<createEntry xmlns=\"urn:ardacat:metadata:1\"><schemaName>/bench_add</schemaName>\
+             <entry><name>x1</name><attribute><name>a0</name><value>1</value></attribute>\
+             <attribute><name>a20</name><value>2.5</value></attribute></entry>\
+             <entry><name>x2</name></entry></createEntry>"
+        );
+        let resp =
+            "<soap:Body><ns:createEntryResponse xmlns:ns=\"u\"><ns:created>100</ns:created></ns:createEntryResponse>";
+        assert_eq!(element_text(resp, "created"), Some("100"));
+        assert_eq!(element_text(resp, "missing"), None);
     }
 
     #[test]

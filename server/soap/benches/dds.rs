@@ -2,13 +2,15 @@
 //! in the zeep and gSOAP byte styles (`setAttributes` with 60 attributes of ints, doubles and
 //! strings; `createEntry` with 1, 100 and 10 000 entries), with 0, 1, 10, 50 and 100 % of the
 //! values changed against the cached template. Also: the miss path (full parse + template
-//! recording) and the loop path (one entry more than the template).
+//! recording), the loop path (one entry more than the template), and the machine's memcmp
+//! bandwidth in the same run (two equal buffers of the message's size compared, the
+//! physical floor of any byte comparison).
 //!
 //! `cargo bench -p ardacat-soap --bench dds` (add `-- --quick` when time is short);
 //! `DDS_PAIRED=1 cargo bench -p ardacat-soap --bench dds` prints interleaved minimum timings
 //! instead (robust ratios on a shared machine).
 
-#[path = "../tests/dds_gen.rs"]
+#[path = "../tests/common/dds_gen.rs"]
 mod dds_gen;
 
 use std::hint::black_box;
@@ -87,6 +89,12 @@ fn bench(c: &mut Criterion) {
                     b.iter(|| cache.parse(&key, black_box(m), V, &limits).unwrap())
                 });
             }
+            // The machine's memcmp bandwidth on this message size (two equal, separate buffers).
+            let (m1, m2) = (base.clone(), base.clone());
+            g.throughput(Throughput::Bytes(base.len() as u64));
+            g.bench_function(BenchmarkId::new("memcmp", 0), |b| {
+                b.iter(|| black_box(black_box(&m1[..]) == black_box(&m2[..])))
+            });
             // Floor of any hit: cloning the owned result the caller receives.
             let parsed = parse_request(&base, V, &limits).unwrap();
             g.throughput(Throughput::Bytes(base.len() as u64));
@@ -135,20 +143,21 @@ fn paired() {
         t.elapsed().as_secs_f64() * 1e6 / f64::from(iters)
     };
     println!(
-        "| family | style | changed | full parse | DDS hit | clone of result | miss (full + record) | full / DDS | DDS / clone | miss / full |"
+        "| family | style | size | changed | full parse | DDS hit | clone of result | miss (full + record) | full / DDS | DDS / clone | miss / full | DDS MB/s | memcmp MB/s |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (name, make) in families() {
         for style in [Style::Zeep, Style::Gsoap] {
             let base = message(style, V, &make(0));
             let (cache, key) = primed(&base);
             let parsed = parse_request(&base, V, &limits).unwrap();
+            let (m1, m2) = (base.clone(), base.clone());
             let iters = (2_000_000 / base.len()).clamp(1, 2000) as u32;
             let rounds = if base.len() > 1_000_000 { 9 } else { 25 };
             for pct in PCTS {
                 let msg = message(style, V, &make(pct));
                 assert!(cache.parse(&key, &msg, V, &limits).unwrap().1.is_hit());
-                let mut best = [f64::MAX; 4];
+                let mut best = [f64::MAX; 5];
                 for _ in 0..rounds {
                     let t = [
                         time(iters, &mut || drop(black_box(parse_request(black_box(&msg), V, &limits).unwrap()))),
@@ -162,6 +171,9 @@ fn paired() {
                         } else {
                             f64::MAX
                         },
+                        time(iters, &mut || {
+                            black_box(black_box(&m1[..]) == black_box(&m2[..]));
+                        }),
                     ];
                     for (b, t) in best.iter_mut().zip(t) {
                         *b = b.min(t);
@@ -170,14 +182,19 @@ fn paired() {
                 let us = |t: f64| if t >= 1000.0 { format!("{:.2} ms", t / 1000.0) } else { format!("{t:.1} µs") };
                 let miss = if pct == 0 { us(best[3]) } else { "".into() };
                 let miss_ratio = if pct == 0 { format!("{:.2}", best[3] / best[0]) } else { "".into() };
+                // Bytes per µs = MB/s.
+                let mbs = |t: f64, len: usize| len as f64 / t;
                 println!(
-                    "| {name} | {} | {pct} % | {} | {} | {} | {miss} | **{:.1}×** | {:.2} | {miss_ratio} |",
+                    "| {name} | {} | {} B | {pct} % | {} | {} | {} | {miss} | **{:.1}×** | {:.2} | {miss_ratio} | {:.0} | {:.0} |",
                     style_name(style),
+                    msg.len(),
                     us(best[0]),
                     us(best[1]),
                     us(best[2]),
                     best[0] / best[1],
                     best[1] / best[2],
+                    mbs(best[1], msg.len()),
+                    mbs(best[4], base.len()),
                 );
             }
         }

@@ -1,7 +1,7 @@
 //! The DDS template cache: outcomes, keys, LRU and memory caps, idle expiry, back-off,
 //! shadow mode, counters, and concurrent use.
 
-#[path = "dds_gen.rs"]
+#[path = "common/dds_gen.rs"]
 mod dds_gen;
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The DDS fast path on recorded toolkit messages and generated families: hits return what
 //! the full parser returns, and every case of dds-soap.md §2.3's negative list declines.
 
-#[path = "dds_gen.rs"]
+#[path = "common/dds_gen.rs"]
 mod dds_gen;
 
 use ardacat_soap::dds::{DeclineReason, Template};

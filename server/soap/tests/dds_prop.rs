@@ -5,7 +5,7 @@
 //! [`parse_request`]: results and errors must be equal, and every fast-path `Ok(v)` against
 //! the previous accepted message must equal the full parse.
 
-#[path = "dds_gen.rs"]
+#[path = "common/dds_gen.rs"]
 mod dds_gen;
 
 use ardacat_soap::dds::{DdsCache, DdsConfig, Template, TemplateKey};
@@ -357,12 +357,17 @@ const FIXTURES: &[(&str, SoapVersion)] = &[
     (include_str!("fixtures/jaxws-2.3-soap11-query.xml"), SoapVersion::V11),
 ];
 
+fn prop_cases() -> u32 {
+    std::env::var("DDS_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(400)
+}
+
 fn cache() -> DdsCache {
     DdsCache::new(DdsConfig { shards: 1, backoff_after: 0, ..DdsConfig::default() })
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+    // DDS_PROP_CASES=N for a deeper run.
+    #![proptest_config(ProptestConfig { cases: prop_cases(), .. ProptestConfig::default() })]
 
     /// Generated requests, rendered in a style, then a sequence of steps.
     #[test]

@@ -3,14 +3,15 @@
 //!
 //! It owns the two-stage matcher (sparse common-prefix scan, dense per-slot walk, switched by
 //! the observed change density), re-alignment at slot ends, the loop matcher for item counts
-//! that differ, and assembling the result. It must never produce an error of its own and
+//! that differ, and assembling the result: the template's hollow layout filled from the
+//! slots, in message order (old text for unchanged slots, new text for changed ones). It must never produce an error of its own and
 //! never accept bytes outside the template's static runs or the slot language (see
 //! [`super::scan::admit_slot`]).
 
 use super::scan::{SlotRefusal, admit_slot, common_prefix, find_lt};
-use super::template::{DestMut, Kind, ListField, Part, Seg, Slot, Template, dest_mut};
+use super::template::{DestMut, Kind, ListField, Picks, Seg, Slot, Template, dest_mut};
 use super::{DeclineReason, FastHit};
-use crate::model::{Attribute, Entry, ParsedRequest, Request};
+use crate::model::{ParsedRequest, Request};
 use crate::parse::{Limits, parse_xsd_unsigned_int};
 use crate::version::SoapVersion;
 use crate::xml::parse_xsd_bool;
@@ -19,13 +20,14 @@ use crate::xml::parse_xsd_bool;
 const NO_UNIT: u32 = u32::MAX;
 
 /// A converted value; strings borrow the new message (copied once, into the result).
+#[derive(Clone, Copy)]
 enum NewValue<'m> {
     Str(&'m str),
     Bool(bool),
     U32(u32),
 }
 
-struct Change<'m> {
+pub(crate) struct Change<'m> {
     slot: u32,
     unit: u32,
     value: NewValue<'m>,
@@ -63,11 +65,11 @@ impl<'a> Walk<'a> {
         let m: &'a [u8] = self.m;
         let Some(rest) = m.get(ns..) else { return Err(DeclineReason::Truncated) };
         let Some(len) = find_lt(rest) else { return Err(DeclineReason::Truncated) };
-        if s.fragile {
+        if s.fragile() {
             return Err(DeclineReason::Fragile);
         }
         let text = admit_slot(&rest[..len])?;
-        let value = match s.field.kind() {
+        let value = match s.field().kind() {
             Kind::Str => NewValue::Str(text),
             Kind::Bool => NewValue::Bool(parse_xsd_bool(text).ok_or(DeclineReason::Conversion)?),
             Kind::U32 => NewValue::U32(parse_xsd_unsigned_int(text).ok_or(DeclineReason::Conversion)?),
@@ -179,9 +181,9 @@ impl Template {
         if !self.within(body.len(), limits) {
             return Err(DeclineReason::Limits);
         }
-        let mut w =
-            Walk { t: &self.bytes, slots: &self.slots, m: body, changes: Vec::new(), changed: 0, changed_bytes: 0 };
-        let whole = Seg { start: 0, end: self.bytes.len() as u32, slot_lo: 0, slot_hi: self.slots.len() as u32 };
+        let t = self.text.as_bytes();
+        let mut w = Walk { t, slots: &self.slots, m: body, changes: Vec::new(), changed: 0, changed_bytes: 0 };
+        let whole = Seg { start: 0, end: t.len() as u32, slot_lo: 0, slot_hi: self.slots.len() as u32 };
         let flat = match w.seg(whole, 0, NO_UNIT) {
             Ok(end) if end == body.len() => Ok(()),
             Ok(_) => Err(DeclineReason::TrailingBytes),
@@ -189,18 +191,17 @@ impl Template {
         };
         match flat {
             Ok(()) => {
-                if self.usage.elements > limits.max_elements {
+                if self.usage.elements as usize > limits.max_elements {
                     return Err(DeclineReason::Limits);
                 }
-                let mut req = self.parsed.request.clone();
-                self.apply(&mut req, &w.changes)?;
+                let req = self.build(None, &w.changes)?;
                 let hit = FastHit {
                     changed_slots: w.changed,
                     slots: self.slots.len(),
                     bytes_skipped: body.len() - w.changed_bytes,
                     loop_path: false,
                 };
-                Ok((ParsedRequest { request: req, headers: self.parsed.headers.clone() }, hit))
+                Ok((ParsedRequest { request: req, headers: self.headers() }, hit))
             }
             Err(e @ (DeclineReason::Structure | DeclineReason::Truncated | DeclineReason::TrailingBytes))
                 if self.program.is_some() =>
@@ -216,126 +217,145 @@ impl Template {
 
     fn loop_path(&self, body: &[u8], limits: &Limits) -> Result<(ParsedRequest, FastHit), DeclineReason> {
         let Some(program) = &self.program else { return Err(DeclineReason::Structure) };
-        let mut w =
-            Walk { t: &self.bytes, slots: &self.slots, m: body, changes: Vec::new(), changed: 0, changed_bytes: 0 };
+        let t = self.text.as_bytes();
+        let (n_bytes, n_slots) = (t.len() as u32, self.slots.len() as u32);
+        let mut w = Walk { t, slots: &self.slots, m: body, changes: Vec::new(), changed: 0, changed_bytes: 0 };
         let mut pos = 0usize;
-        let mut elements = program.base_elements;
-        let mut picks: Vec<(ListField, Vec<u32>)> = Vec::new();
-        for part in &program.parts {
-            match part {
-                Part::Seg(seg) => pos = w.seg(*seg, pos, NO_UNIT)?,
-                Part::Loop(l) => {
-                    let mut pick = Vec::new();
-                    loop {
-                        let k = pick.len() as u32;
-                        let mark = (w.changes.len(), w.changed, w.changed_bytes);
-                        // The old unit at the same index first, then each shape.
-                        let aligned = l.units.get(k as usize).map(|_| k);
-                        let mut matched = None;
-                        for cand in aligned.into_iter().chain(l.shapes.iter().copied()) {
-                            let u = l.units[cand as usize];
-                            match w.seg(u.seg, pos, k) {
-                                Ok(p) => {
-                                    matched = Some((cand, p, u.elements));
-                                    break;
-                                }
-                                Err(_) => {
-                                    w.changes.truncate(mark.0);
-                                    (w.changed, w.changed_bytes) = (mark.1, mark.2);
-                                }
-                            }
+        let mut elements = program.base_elements as usize;
+        let mut picks: Vec<(ListField, Vec<u32>)> = Vec::with_capacity(program.loops.len());
+        for (li, l) in program.loops.iter().enumerate() {
+            pos = w.seg(program.gap(li, n_bytes, n_slots), pos, NO_UNIT)?;
+            let mut pick = Vec::new();
+            loop {
+                let k = pick.len() as u32;
+                let mark = (w.changes.len(), w.changed, w.changed_bytes);
+                // The old unit at the same index first, then each shape.
+                let aligned = ((k as usize) < l.len()).then_some(k);
+                let mut matched = None;
+                for cand in aligned.into_iter().chain(l.shapes.iter().copied()) {
+                    let (seg, n) = l.unit(cand as usize);
+                    match w.seg(seg, pos, k) {
+                        Ok(p) => {
+                            matched = Some((cand, p, n));
+                            break;
                         }
-                        let Some((cand, p, n)) = matched else { break };
-                        pick.push(cand);
-                        pos = p;
-                        elements += n as usize;
+                        Err(_) => {
+                            w.changes.truncate(mark.0);
+                            (w.changed, w.changed_bytes) = (mark.1, mark.2);
+                        }
                     }
-                    picks.push((l.list, pick));
                 }
+                let Some((cand, p, n)) = matched else { break };
+                pick.push(cand);
+                pos = p;
+                elements += n as usize;
             }
+            picks.push((l.list, pick));
         }
+        pos = w.seg(program.gap(program.loops.len(), n_bytes, n_slots), pos, NO_UNIT)?;
         if pos != body.len() {
             return Err(DeclineReason::TrailingBytes);
         }
         if elements > limits.max_elements {
             return Err(DeclineReason::Limits);
         }
-        let mut req = rebuild(&self.parsed.request, &picks).ok_or(DeclineReason::Internal)?;
-        self.apply(&mut req, &w.changes)?;
+        let req = self.build(Some(&picks), &w.changes)?;
         let hit = FastHit {
             changed_slots: w.changed,
             slots: self.slots.len(),
             bytes_skipped: body.len() - w.changed_bytes,
             loop_path: true,
         };
-        Ok((ParsedRequest { request: req, headers: self.parsed.headers.clone() }, hit))
+        Ok((ParsedRequest { request: req, headers: self.headers() }, hit))
     }
 
-    fn apply(&self, req: &mut Request, changes: &[Change<'_>]) -> Result<(), DeclineReason> {
-        for c in changes {
-            let s = self.slots[c.slot as usize];
-            let i = if c.unit == NO_UNIT { s.i } else { c.unit };
-            let d = dest_mut(req, s.field, i, s.j).ok_or(DeclineReason::Internal)?;
-            match (d, &c.value) {
-                // Reuse the cloned string's allocation.
-                (DestMut::Str(d) | DestMut::OptStr(Some(d)), NewValue::Str(v)) => {
-                    d.clear();
-                    d.push_str(v);
+    /// The request of a matched message: the hollow layout (with the loop path's `picks`),
+    /// every slot visited in message order and filled with the new value where the walk
+    /// recorded a change, else with the old one (the template's text, or the decoded value
+    /// of a fragile slot). Flags and integers that did not change stay as the layout holds
+    /// them. With no picks and no changes this is the recorded request.
+    pub(crate) fn build(&self, picks: Option<&Picks>, changes: &[Change<'_>]) -> Result<Request, DeclineReason> {
+        let req = self.layout.instantiate(picks.unwrap_or(&[])).ok_or(DeclineReason::Internal)?;
+        let mut b = Builder { t: self, req, changes, next: 0 };
+        match (&self.program, picks) {
+            (Some(program), Some(picks)) => {
+                let (n_bytes, n_slots) = (self.text.len() as u32, self.slots.len() as u32);
+                for (li, (l, (_, pick))) in program.loops.iter().zip(picks).enumerate() {
+                    b.plain(program.gap(li, n_bytes, n_slots))?;
+                    for (k, &cand) in pick.iter().enumerate() {
+                        let (seg, _) = l.unit(cand as usize);
+                        for si in seg.slot_lo..seg.slot_hi {
+                            b.visit(si as usize, k as u32, k as u32)?;
+                        }
+                    }
                 }
-                (DestMut::OptStr(d), NewValue::Str(v)) => *d = Some((*v).to_owned()),
-                (DestMut::Bool(d), NewValue::Bool(v)) => *d = *v,
-                (DestMut::OptU32(d), NewValue::U32(v)) => *d = Some(*v),
-                _ => return Err(DeclineReason::Internal),
+                b.plain(program.gap(program.loops.len(), n_bytes, n_slots))?;
             }
+            (_, None) => {
+                b.plain(Seg { start: 0, end: 0, slot_lo: 0, slot_hi: self.slots.len() as u32 })?;
+            }
+            (None, Some(_)) => return Err(DeclineReason::Internal),
+        }
+        if b.next != changes.len() {
+            return Err(DeclineReason::Internal);
+        }
+        Ok(b.req)
+    }
+}
+
+/// Fills a hollow request slot by slot.
+struct Builder<'t, 'c> {
+    t: &'t Template,
+    req: Request,
+    changes: &'c [Change<'c>],
+    /// The next change not yet applied (changes come in message order).
+    next: usize,
+}
+
+impl Builder<'_, '_> {
+    /// The slots of a segment outside loop units (their own item indices).
+    fn plain(&mut self, seg: Seg) -> Result<(), DeclineReason> {
+        for si in seg.slot_lo..seg.slot_hi {
+            let i = self.t.slots[si as usize].i;
+            self.visit(si as usize, NO_UNIT, i)?;
         }
         Ok(())
     }
-}
 
-fn pick<T: Clone>(old: &[T], list: ListField, picks: &[(ListField, Vec<u32>)]) -> Option<Vec<T>> {
-    match picks.iter().find(|(l, _)| *l == list) {
-        Some((_, p)) => p.iter().map(|&k| old.get(k as usize).cloned()).collect(),
-        None => Some(old.to_vec()),
+    /// Slot `si` as item `i` (in loop unit `unit` of the new message, or outside loops).
+    #[inline]
+    fn visit(&mut self, si: usize, unit: u32, i: u32) -> Result<(), DeclineReason> {
+        let s = self.t.slots[si];
+        let value = match self.changes.get(self.next) {
+            Some(c) if c.slot as usize == si && c.unit == unit => {
+                self.next += 1;
+                c.value
+            }
+            _ => {
+                if s.field().kind() != Kind::Str {
+                    return Ok(());
+                }
+                let old = if s.fragile() {
+                    self.t.fixed_value(si)
+                } else {
+                    self.t.text.get(s.start as usize..s.end as usize)
+                };
+                NewValue::Str(old.ok_or(DeclineReason::Internal)?)
+            }
+        };
+        put(&mut self.req, s, i, value).ok_or(DeclineReason::Internal)
     }
 }
 
-/// The old request with its looped lists rebuilt from the picked exemplar items.
-fn rebuild(old: &Request, picks: &[(ListField, Vec<u32>)]) -> Option<Request> {
-    let attrs = |a: &[Attribute]| pick(a, ListField::Attributes, picks);
-    let entries = |e: &[Entry]| pick(e, ListField::Entries, picks);
-    Some(match old {
-        Request::CreateSchema { schema_name, attributes, plain } => {
-            Request::CreateSchema { schema_name: schema_name.clone(), attributes: attrs(attributes)?, plain: *plain }
-        }
-        Request::AddSchemaAttributes { schema_name, attributes } => {
-            Request::AddSchemaAttributes { schema_name: schema_name.clone(), attributes: attrs(attributes)? }
-        }
-        Request::RemoveSchemaAttributes { schema_name, attribute_names } => Request::RemoveSchemaAttributes {
-            schema_name: schema_name.clone(),
-            attribute_names: pick(attribute_names, ListField::AttributeNames, picks)?,
-        },
-        Request::CreateEntry { schema_name, entries: e } => {
-            Request::CreateEntry { schema_name: schema_name.clone(), entries: entries(e)? }
-        }
-        Request::SetAttributes { pattern, condition, attributes } => Request::SetAttributes {
-            pattern: pattern.clone(),
-            condition: condition.clone(),
-            attributes: attrs(attributes)?,
-        },
-        Request::GetAttributes { entry_names, attribute_names } => Request::GetAttributes {
-            entry_names: pick(entry_names, ListField::EntryNames, picks)?,
-            attribute_names: pick(attribute_names, ListField::AttributeNames, picks)?,
-        },
-        Request::ClearAttributes { pattern, attribute_names } => Request::ClearAttributes {
-            pattern: pattern.clone(),
-            attribute_names: pick(attribute_names, ListField::AttributeNames, picks)?,
-        },
-        Request::Query { select, condition, order_by, page_size } => Request::Query {
-            select: pick(select, ListField::Select, picks)?,
-            condition: condition.clone(),
-            order_by: order_by.clone(),
-            page_size: *page_size,
-        },
-        other => other.clone(),
-    })
+/// Writes one value into its (empty) destination.
+#[inline]
+fn put(req: &mut Request, s: Slot, i: u32, v: NewValue<'_>) -> Option<()> {
+    match (dest_mut(req, s.field(), i, s.j())?, v) {
+        (DestMut::Str(d), NewValue::Str(v)) => *d = v.to_owned(),
+        (DestMut::OptStr(d), NewValue::Str(v)) => *d = Some(v.to_owned()),
+        (DestMut::Bool(d), NewValue::Bool(v)) => *d = v,
+        (DestMut::OptU32(d), NewValue::U32(v)) => *d = Some(v),
+        _ => return None,
+    }
+    Some(())
 }

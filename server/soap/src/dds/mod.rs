@@ -12,7 +12,9 @@
 //!   [`Template`]: the message bytes, and one *slot* per simple-typed value (byte range, XSD
 //!   kind, destination field in the [`crate::Request`]). Everything else (XML declaration,
 //!   element names, namespace declarations, attributes, whitespace, comments between elements)
-//!   is a *static run*. Text inside ignored header blocks becomes validate-only slots.
+//!   is a *static run*. Text inside ignored header blocks becomes validate-only slots. The
+//!   template keeps no copy of the values, only the request's hollow layout: a hit builds the
+//!   owned request from the slots (see `template.rs`, "Memory").
 //! * The fast path compares a new message with the template: a galloping common-prefix scan
 //!   finds the next difference; unchanged slots before it are reused; a difference inside a
 //!   static run declines; a difference inside a slot ends at the next `<`, is admitted only if

@@ -1,14 +1,26 @@
 //! DDS templates: the recording pass over a message the full parser has just accepted, and
-//! the resulting byte template (message bytes, static runs, one slot per simple-typed
-//! value, loop program for repeated items). Owns slot destinations and how a value is
-//! written back into a [`Request`]. Must not accept a message by itself: it only ever
-//! describes bytes that [`crate::parse_request`] already accepted, and gives up (no template)
-//! whenever the bytes and the parsed request do not line up exactly.
+//! the resulting byte template (message text, static runs, one slot per simple-typed value,
+//! loop program for repeated items, and the request's layout without its values). Owns slot
+//! destinations and how a value is written back into a [`Request`]. Must not accept a message
+//! by itself: it only ever describes bytes that [`crate::parse_request`] already accepted, and
+//! gives up (no template) whenever the bytes and the parsed request do not line up exactly.
+//!
+//! # Memory
+//!
+//! A template keeps one copy of the message and no copy of its values: every value is a
+//! byte range of that copy, and a hit builds the owned request from the ranges (the new
+//! message's text for changed slots). What the ranges cannot say lives in a hollow
+//! `Layout` (the request with every string empty, one flag byte per list item saying which
+//! optional elements are present) and, only when the message has them, in an `Extra`
+//! block (ignored header blocks, decoded values of slots holding references or CDATA). A slot
+//! is 16 bytes (offsets as `u32`, field, fragility and inner index packed into one word), a
+//! loop unit 12. So a template is the message plus about 16 bytes per value, in a handful of
+//! allocations, whatever the number of values.
 
 use quick_xml::events::Event;
 use quick_xml::reader::Reader;
 
-use crate::model::{Operation, ParsedRequest, Request};
+use crate::model::{Attribute, Entry, HeaderBlock, Operation, ParsedRequest, Request};
 use crate::parse::{Limits, parse_xsd_unsigned_int};
 use crate::version::SoapVersion;
 use crate::xml::parse_xsd_bool;
@@ -55,6 +67,30 @@ pub(crate) enum Kind {
 }
 
 impl Field {
+    /// Every field, in declaration order (`Field::ALL[f as usize] == f`).
+    const ALL: [Field; 20] = [
+        Field::SchemaName,
+        Field::Pattern,
+        Field::Condition,
+        Field::OrderBy,
+        Field::Path,
+        Field::EntryName,
+        Field::Token,
+        Field::Plain,
+        Field::PageSize,
+        Field::AttrName,
+        Field::AttrType,
+        Field::AttrValue,
+        Field::EntryItemName,
+        Field::EntryAttrName,
+        Field::EntryAttrType,
+        Field::EntryAttrValue,
+        Field::Select,
+        Field::AttributeNameAt,
+        Field::EntryNameAt,
+        Field::HeaderText,
+    ];
+
     pub(crate) fn kind(self) -> Kind {
         match self {
             Field::Plain => Kind::Bool,
@@ -75,17 +111,55 @@ pub(crate) enum ListField {
     AttributeNames,
 }
 
+/// Bits of [`Slot::meta`]: the field (5 bits), the fragile flag, then `j`.
+const FIELD_MASK: u32 = 0x1F;
+const FRAGILE: u32 = 0x20;
+const J_SHIFT: u32 = 6;
+
 /// One simple-typed value: the text between a start tag's `>` and the `<` of its end tag.
+/// 16 bytes: `meta` packs the field, the fragile flag and `j`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
     pub start: u32,
     pub end: u32,
+    /// Item of the list the value belongs to (entry or attribute item; 0 for scalars).
     pub i: u32,
-    pub j: u32,
-    pub field: Field,
+    meta: u32,
+}
+
+impl Slot {
+    /// `None` when `j` does not fit in 26 bits.
+    fn new(start: u32, end: u32, field: Field, i: u32, j: u32, fragile: bool) -> Option<Slot> {
+        (j < 1 << (32 - J_SHIFT)).then_some(Slot {
+            start,
+            end,
+            i,
+            meta: (j << J_SHIFT) | if fragile { FRAGILE } else { 0 } | field as u32,
+        })
+    }
+
+    #[inline]
+    pub(crate) fn field(self) -> Field {
+        Field::ALL[(self.meta & FIELD_MASK) as usize]
+    }
+
     /// The old bytes hold a reference, CDATA, a comment or `\r`: the value is not the raw
     /// bytes, so the slot may only be reused byte-identically.
-    pub fragile: bool,
+    #[inline]
+    pub(crate) fn fragile(self) -> bool {
+        self.meta & FRAGILE != 0
+    }
+
+    /// Attribute index inside an entry (`entries[i].attributes[j]`), else 0.
+    #[inline]
+    pub(crate) fn j(self) -> u32 {
+        self.meta >> J_SHIFT
+    }
+
+    /// Same field, `j` and fragility (loop-unit shapes).
+    fn same_kind(self, other: Slot) -> bool {
+        self.meta == other.meta
+    }
 }
 
 /// A byte range of the template with the slots inside it.
@@ -97,59 +171,362 @@ pub(crate) struct Seg {
     pub slot_hi: u32,
 }
 
-/// A unit of a loop: one repeated item plus the bytes up to the next sibling.
+/// A unit of a loop: one repeated item plus the bytes up to the next sibling. It starts where
+/// the previous unit ends (the first one at [`LoopDef::start`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Unit {
-    pub seg: Seg,
-    pub elements: u32,
+    end: u32,
+    slot_hi: u32,
+    elements: u32,
 }
 
 /// Repeated items (Deltarser's loop): the old units in order, and the distinct shapes
 /// (indices into `units`, most frequent first).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct LoopDef {
     pub list: ListField,
-    pub units: Vec<Unit>,
-    pub shapes: Vec<u32>,
+    /// Where the first unit starts, in bytes and slots.
+    start: u32,
+    slot_lo: u32,
+    units: Box<[Unit]>,
+    pub shapes: Box<[u32]>,
 }
 
-#[derive(Debug, Clone)]
-pub(crate) enum Part {
-    Seg(Seg),
-    Loop(LoopDef),
+impl LoopDef {
+    /// Number of old units (= items of the list).
+    pub(crate) fn len(&self) -> usize {
+        self.units.len()
+    }
+
+    /// Old unit `k`: its byte range and slots, and its element count.
+    pub(crate) fn unit(&self, k: usize) -> (Seg, u32) {
+        let (start, slot_lo) = match k {
+            0 => (self.start, self.slot_lo),
+            _ => (self.units[k - 1].end, self.units[k - 1].slot_hi),
+        };
+        let u = self.units[k];
+        (Seg { start, end: u.end, slot_lo, slot_hi: u.slot_hi }, u.elements)
+    }
+
+    /// Where the loop begins and ends, in bytes and slots.
+    pub(crate) fn span(&self) -> Seg {
+        let last = self.units.last().map_or((self.start, self.slot_lo), |u| (u.end, u.slot_hi));
+        Seg { start: self.start, end: last.0, slot_lo: self.slot_lo, slot_hi: last.1 }
+    }
 }
 
 /// `prefix, loop, middle, loop, suffix`: how a message with other item counts decomposes.
-#[derive(Debug, Clone)]
+/// The static segments are what lies between the loops.
+#[derive(Debug)]
 pub(crate) struct Program {
-    pub parts: Vec<Part>,
+    pub loops: Box<[LoopDef]>,
     /// Elements outside all loop units.
-    pub base_elements: usize,
+    pub base_elements: u32,
+}
+
+impl Program {
+    /// The static segment before loop `k` (`k == loops.len()`: the suffix), given the
+    /// template's size in bytes and slots.
+    pub(crate) fn gap(&self, k: usize, bytes: u32, slots: u32) -> Seg {
+        let (start, slot_lo) = match k {
+            0 => (0, 0),
+            _ => {
+                let s = self.loops[k - 1].span();
+                (s.end, s.slot_hi)
+            }
+        };
+        let (end, slot_hi) = match self.loops.get(k) {
+            Some(l) => (l.start, l.slot_lo),
+            None => (bytes, slots),
+        };
+        Seg { start, end, slot_lo, slot_hi }
+    }
+
+    fn heap(&self) -> usize {
+        self.loops.len() * size_of::<LoopDef>()
+            + self.loops.iter().map(|l| l.units.len() * size_of::<Unit>() + l.shapes.len() * 4).sum::<usize>()
+    }
 }
 
 /// What the template's message used of [`Limits`].
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Usage {
-    pub depth: usize,
-    pub elements: usize,
-    pub attributes: usize,
+    pub depth: u32,
+    pub elements: u32,
+    pub attributes: u32,
 }
 
 /// Most distinct item shapes a loop keeps; beyond that the template has no loop program.
 const MAX_SHAPES: usize = 8;
 
+/// [`Layout::attr_flags`]: the item has a `type` / a `value` (possibly empty; nil is absent).
+const TYPE_SOME: u8 = 1;
+const VALUE_SOME: u8 = 2;
+
+/// The parsed request without its values: every string empty (so without heap), lists empty,
+/// flags and integers as parsed; plus, per list, its length and one flag byte per attribute
+/// item. [`Layout::instantiate`] turns it back into a request of the same shape (or of the
+/// loop path's shape) with empty values, which the slots then fill.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    shell: Request,
+    /// [`TYPE_SOME`]/[`VALUE_SOME`] per attribute item, in document order (for createEntry:
+    /// every entry's attributes, entry after entry).
+    attr_flags: Box<[u8]>,
+    /// createEntry: entry `k`'s attributes are `attr_flags[entry_starts[k]..entry_starts[k + 1]]`.
+    entry_starts: Box<[u32]>,
+    n_select: u32,
+    n_entry_names: u32,
+    n_attribute_names: u32,
+}
+
+/// Old item indices of one list: all of them in order, or the loop path's picks.
+pub(crate) type Picks = [(ListField, Vec<u32>)];
+
+fn flags_of(a: &Attribute) -> u8 {
+    (if a.attr_type.is_some() { TYPE_SOME } else { 0 }) | if a.value.is_some() { VALUE_SOME } else { 0 }
+}
+
+fn hollow_attribute(f: u8) -> Attribute {
+    Attribute {
+        name: String::new(),
+        attr_type: (f & TYPE_SOME != 0).then(String::new),
+        value: (f & VALUE_SOME != 0).then(String::new),
+    }
+}
+
+impl Layout {
+    fn of(req: &Request) -> Option<Layout> {
+        let mut attr_flags: Vec<u8> = Vec::new();
+        let mut entry_starts: Vec<u32> = Vec::new();
+        let (mut n_select, mut n_entry_names, mut n_attribute_names) = (0, 0, 0);
+        let len = |n: usize| u32::try_from(n).ok();
+        let e = String::new;
+        let oe = |o: &Option<String>| o.as_ref().map(|_| String::new());
+        let shell = match req {
+            Request::Ping => Request::Ping,
+            Request::GetVersion => Request::GetVersion,
+            Request::CreateSchema { attributes, plain, .. } => {
+                attr_flags.extend(attributes.iter().map(flags_of));
+                Request::CreateSchema { schema_name: e(), attributes: Vec::new(), plain: *plain }
+            }
+            Request::DropSchema { .. } => Request::DropSchema { schema_name: e() },
+            Request::AddSchemaAttributes { attributes, .. } => {
+                attr_flags.extend(attributes.iter().map(flags_of));
+                Request::AddSchemaAttributes { schema_name: e(), attributes: Vec::new() }
+            }
+            Request::RemoveSchemaAttributes { attribute_names, .. } => {
+                n_attribute_names = len(attribute_names.len())?;
+                Request::RemoveSchemaAttributes { schema_name: e(), attribute_names: Vec::new() }
+            }
+            Request::ListSchemas { path } => Request::ListSchemas { path: oe(path) },
+            Request::DescribeSchema { .. } => Request::DescribeSchema { schema_name: e() },
+            Request::CreateEntry { entries, .. } => {
+                entry_starts.reserve_exact(entries.len() + 1);
+                for en in entries {
+                    entry_starts.push(len(attr_flags.len())?);
+                    attr_flags.extend(en.attributes.iter().map(flags_of));
+                }
+                entry_starts.push(len(attr_flags.len())?);
+                Request::CreateEntry { schema_name: e(), entries: Vec::new() }
+            }
+            Request::RemoveEntry { condition, .. } => Request::RemoveEntry { pattern: e(), condition: oe(condition) },
+            Request::SetAttributes { condition, attributes, .. } => {
+                attr_flags.extend(attributes.iter().map(flags_of));
+                Request::SetAttributes { pattern: e(), condition: oe(condition), attributes: Vec::new() }
+            }
+            Request::GetAttributes { entry_names, attribute_names } => {
+                n_entry_names = len(entry_names.len())?;
+                n_attribute_names = len(attribute_names.len())?;
+                Request::GetAttributes { entry_names: Vec::new(), attribute_names: Vec::new() }
+            }
+            Request::ClearAttributes { attribute_names, .. } => {
+                n_attribute_names = len(attribute_names.len())?;
+                Request::ClearAttributes { pattern: e(), attribute_names: Vec::new() }
+            }
+            Request::ListAttributes { .. } => Request::ListAttributes { entry_name: e() },
+            Request::Query { select, condition, order_by, page_size } => {
+                n_select = len(select.len())?;
+                Request::Query {
+                    select: Vec::new(),
+                    condition: oe(condition),
+                    order_by: oe(order_by),
+                    page_size: *page_size,
+                }
+            }
+            Request::NextQuery { page_size, .. } => Request::NextQuery { token: e(), page_size: *page_size },
+            Request::EndQuery { .. } => Request::EndQuery { token: e() },
+        };
+        Some(Layout {
+            shell,
+            attr_flags: attr_flags.into_boxed_slice(),
+            entry_starts: entry_starts.into_boxed_slice(),
+            n_select,
+            n_entry_names,
+            n_attribute_names,
+        })
+    }
+
+    /// The request with every value empty: for each list, the old items named by `picks`
+    /// (a list without picks keeps all its items, in order). `None` if a pick names no item.
+    pub(crate) fn instantiate(&self, picks: &Picks) -> Option<Request> {
+        /// The picked item indices of `list` (of `n` items), all checked `< n`.
+        fn items(picks: &Picks, list: ListField, n: usize) -> Option<Items<'_>> {
+            match picks.iter().find(|(l, _)| *l == list) {
+                Some((_, p)) => p.iter().all(|&k| (k as usize) < n).then(|| Items::Picked(p.iter())),
+                None => Some(Items::All(0..n as u32)),
+            }
+        }
+        let attrs = |flags: &[u8]| -> Option<Vec<Attribute>> {
+            Some(
+                items(picks, ListField::Attributes, flags.len())?
+                    .map(|k| hollow_attribute(flags[k as usize]))
+                    .collect(),
+            )
+        };
+        let strings = |list, n: u32| -> Option<Vec<String>> {
+            Some(items(picks, list, n as usize)?.map(|_| String::new()).collect())
+        };
+        let mut req = self.shell.clone();
+        match &mut req {
+            Request::CreateSchema { attributes, .. }
+            | Request::AddSchemaAttributes { attributes, .. }
+            | Request::SetAttributes { attributes, .. } => *attributes = attrs(&self.attr_flags)?,
+            Request::CreateEntry { entries, .. } => {
+                let starts = &self.entry_starts;
+                let n = starts.len().saturating_sub(1);
+                *entries = items(picks, ListField::Entries, n)?
+                    .map(|k| {
+                        let k = k as usize;
+                        let flags = &self.attr_flags[starts[k] as usize..starts[k + 1] as usize];
+                        Entry { name: String::new(), attributes: flags.iter().map(|&f| hollow_attribute(f)).collect() }
+                    })
+                    .collect();
+            }
+            Request::RemoveSchemaAttributes { attribute_names, .. }
+            | Request::ClearAttributes { attribute_names, .. } => {
+                *attribute_names = strings(ListField::AttributeNames, self.n_attribute_names)?
+            }
+            Request::GetAttributes { entry_names, attribute_names } => {
+                *entry_names = strings(ListField::EntryNames, self.n_entry_names)?;
+                *attribute_names = strings(ListField::AttributeNames, self.n_attribute_names)?;
+            }
+            Request::Query { select, .. } => *select = strings(ListField::Select, self.n_select)?,
+            _ => {}
+        }
+        Some(req)
+    }
+
+    fn heap(&self) -> usize {
+        request_heap(&self.shell) + self.attr_flags.len() + self.entry_starts.len() * 4
+    }
+}
+
+/// Item indices of one list (an exact-size iterator, so lists are allocated exactly).
+enum Items<'a> {
+    All(std::ops::Range<u32>),
+    Picked(std::slice::Iter<'a, u32>),
+}
+
+impl Iterator for Items<'_> {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            Items::All(r) => r.next(),
+            Items::Picked(p) => p.next().copied(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Items::All(r) => r.size_hint(),
+            Items::Picked(p) => p.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for Items<'_> {}
+
+/// What only some messages need: ignored header blocks, and the decoded values of fragile
+/// slots (references, CDATA, comments, `\r`), whose text is not their value.
+#[derive(Debug, Default)]
+pub(crate) struct Extra {
+    pub headers: Vec<HeaderBlock>,
+    /// `(slot, start, end)`: the decoded value of a fragile string slot is
+    /// `fixed_text[start..end]`; sorted by slot.
+    fixed: Box<[(u32, u32, u32)]>,
+    fixed_text: Box<str>,
+}
+
+impl Extra {
+    fn heap(&self) -> usize {
+        self.headers.capacity() * size_of::<HeaderBlock>()
+            + self
+                .headers
+                .iter()
+                .map(|h| h.local_name.capacity() + h.namespace.as_ref().map_or(0, String::capacity))
+                .sum::<usize>()
+            + self.fixed.len() * size_of::<(u32, u32, u32)>()
+            + self.fixed_text.len()
+    }
+}
+
+/// Heap bytes of a request (capacities, not lengths).
+fn request_heap(r: &Request) -> usize {
+    fn s(x: &String) -> usize {
+        x.capacity()
+    }
+    fn os(x: &Option<String>) -> usize {
+        x.as_ref().map_or(0, String::capacity)
+    }
+    fn attrs(a: &Vec<Attribute>) -> usize {
+        a.capacity() * size_of::<Attribute>()
+            + a.iter().map(|a| s(&a.name) + os(&a.attr_type) + os(&a.value)).sum::<usize>()
+    }
+    fn strs(v: &Vec<String>) -> usize {
+        v.capacity() * size_of::<String>() + v.iter().map(s).sum::<usize>()
+    }
+    match r {
+        Request::Ping | Request::GetVersion => 0,
+        Request::CreateSchema { schema_name, attributes, .. }
+        | Request::AddSchemaAttributes { schema_name, attributes } => s(schema_name) + attrs(attributes),
+        Request::DropSchema { schema_name } | Request::DescribeSchema { schema_name } => s(schema_name),
+        Request::RemoveSchemaAttributes { schema_name, attribute_names } => s(schema_name) + strs(attribute_names),
+        Request::ListSchemas { path } => os(path),
+        Request::CreateEntry { schema_name, entries } => {
+            s(schema_name)
+                + entries.capacity() * size_of::<Entry>()
+                + entries.iter().map(|e| s(&e.name) + attrs(&e.attributes)).sum::<usize>()
+        }
+        Request::RemoveEntry { pattern, condition } => s(pattern) + os(condition),
+        Request::SetAttributes { pattern, condition, attributes } => s(pattern) + os(condition) + attrs(attributes),
+        Request::GetAttributes { entry_names, attribute_names } => strs(entry_names) + strs(attribute_names),
+        Request::ClearAttributes { pattern, attribute_names } => s(pattern) + strs(attribute_names),
+        Request::ListAttributes { entry_name } => s(entry_name),
+        Request::Query { select, condition, order_by, .. } => strs(select) + os(condition) + os(order_by),
+        Request::NextQuery { token, .. } | Request::EndQuery { token } => s(token),
+    }
+}
+
+/// The reference counts of the `Arc` the cache keeps a template in.
+const ARC_HEADER: usize = 2 * size_of::<usize>();
+
 /// A cached byte template of one accepted message.
 #[derive(Debug)]
 pub struct Template {
     pub(crate) version: SoapVersion,
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) slots: Vec<Slot>,
-    pub(crate) parsed: ParsedRequest,
     pub(crate) op: Operation,
+    /// The message (UTF-8, BOM included): static runs and the old slot values.
+    pub(crate) text: Box<str>,
+    pub(crate) slots: Box<[Slot]>,
+    pub(crate) layout: Layout,
+    pub(crate) extra: Option<Box<Extra>>,
     /// End of the operation wrapper's start tag: the bytes before it select the template.
-    pub(crate) select_len: usize,
+    pub(crate) select_len: u32,
     pub(crate) usage: Usage,
-    pub(crate) program: Option<Program>,
+    pub(crate) program: Option<Box<Program>>,
     pub(crate) mem: usize,
 }
 
@@ -157,34 +534,39 @@ impl Template {
     /// Records a template for `body`, which `parse_request(body, version, _)` turned into
     /// `parsed`. Returns `None` when the message is not templatable (UTF-16, over 4 GiB) or
     /// when the recording pass does not line up with `parsed` (never expected; it is the
-    /// safety net that keeps a recording bug from turning into a wrong fast result).
+    /// safety net that keeps a recording bug from turning into a wrong fast result): the
+    /// template must rebuild exactly `parsed` from the message it was recorded from.
     pub fn record(body: &[u8], version: SoapVersion, parsed: &ParsedRequest) -> Option<Template> {
         if body.len() >= u32::MAX as usize || body.starts_with(b"\xFF\xFE") || body.starts_with(b"\xFE\xFF") {
             return None;
         }
         let bom = if body.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
-        let text = std::str::from_utf8(&body[bom..]).ok()?;
-        let mut rec = Recorder::new(parsed.request.clone(), bom);
-        rec.run(text)?;
-        // `req` is the recorder's copy of the parsed request (slots were checked against it,
-        // read-only): it becomes the template's cached result.
-        let Recorder { req, slots, usage, children, wrapper_open, wrapper_close, select_len, .. } = rec;
-        let select_len = select_len?;
+        let text = std::str::from_utf8(body).ok()?;
+        let layout = Layout::of(&parsed.request)?;
+        let mut rec = Recorder::new(layout.instantiate(&[])?, bom);
+        rec.run(&text[bom..])?;
+        let Recorder { slots, usage, children, wrapper_open, wrapper_close, select_len, .. } = rec;
+        let select_len = u32::try_from(select_len?).ok()?;
         let program = match (wrapper_open, wrapper_close) {
             (Some(open), Some(_)) => build_program(body, &slots, &children, open, usage.elements),
             _ => None,
         };
+        let extra = extra_of(parsed, &slots)?;
         let mut t = Template {
             version,
-            bytes: body.to_vec(),
-            slots,
-            op: req.operation(),
-            parsed: ParsedRequest { request: req, headers: parsed.headers.clone() },
+            op: parsed.request.operation(),
+            text: text.into(),
+            slots: slots.into_boxed_slice(),
+            layout,
+            extra,
             select_len,
             usage,
-            program,
+            program: program.map(Box::new),
             mem: 0,
         };
+        if t.build(None, &[]).ok()? != parsed.request {
+            return None;
+        }
         t.mem = t.memory();
         Some(t)
     }
@@ -204,7 +586,9 @@ impl Template {
         self.program.is_some()
     }
 
-    /// Approximate heap bytes held by the template.
+    /// Bytes held by the template: the `Arc` it is cached in, the struct itself and every
+    /// heap block it owns, by capacity (what [`super::DdsConfig::max_bytes`] is checked
+    /// against).
     pub fn memory_bytes(&self) -> usize {
         self.mem
     }
@@ -212,69 +596,72 @@ impl Template {
     /// Whether `body` starts like the message this template was recorded from, up to the end
     /// of the operation wrapper's start tag (template selection, not acceptance).
     pub(crate) fn selects(&self, body: &[u8]) -> bool {
-        body.len() >= self.select_len && body[..self.select_len] == self.bytes[..self.select_len]
+        let n = self.select_len as usize;
+        body.len() >= n && body[..n] == self.text.as_bytes()[..n]
     }
 
     /// Whether both templates are selected by the same bytes.
     pub(crate) fn same_selector(&self, other: &Template) -> bool {
-        self.bytes[..self.select_len] == other.bytes[..other.select_len]
+        self.text.as_bytes()[..self.select_len as usize] == other.text.as_bytes()[..other.select_len as usize]
+    }
+
+    /// The decoded value of fragile slot `si` (recorded from the full parse).
+    pub(crate) fn fixed_value(&self, si: usize) -> Option<&str> {
+        let e = self.extra.as_deref()?;
+        let k = e.fixed.binary_search_by_key(&(si as u32), |f| f.0).ok()?;
+        let (_, a, b) = e.fixed[k];
+        e.fixed_text.get(a as usize..b as usize)
+    }
+
+    /// The ignored header blocks of the recorded message.
+    pub(crate) fn headers(&self) -> Vec<HeaderBlock> {
+        self.extra.as_deref().map_or_else(Vec::new, |e| e.headers.clone())
     }
 
     fn memory(&self) -> usize {
-        let mut n = std::mem::size_of::<Template>() + self.bytes.capacity();
-        n += self.slots.capacity() * std::mem::size_of::<Slot>();
-        if let Some(p) = &self.program {
-            n += p.parts.capacity() * std::mem::size_of::<Part>();
-            for part in &p.parts {
-                if let Part::Loop(l) = part {
-                    n += l.units.capacity() * std::mem::size_of::<Unit>() + l.shapes.capacity() * 4;
-                }
-            }
-        }
-        n + parsed_memory(&self.parsed)
+        ARC_HEADER
+            + size_of::<Template>()
+            + self.text.len()
+            + self.slots.len() * size_of::<Slot>()
+            + self.layout.heap()
+            + self.extra.as_deref().map_or(0, |e| size_of::<Extra>() + e.heap())
+            + self.program.as_deref().map_or(0, |p| size_of::<Program>() + p.heap())
     }
 
     /// Checks `limits` against what any message matching this template uses (the loop path
     /// checks the element count itself).
     pub(crate) fn within(&self, body_len: usize, limits: &Limits) -> bool {
         body_len <= limits.max_body_bytes
-            && self.usage.depth <= limits.max_depth
-            && self.usage.attributes <= limits.max_attributes
+            && self.usage.depth as usize <= limits.max_depth
+            && self.usage.attributes as usize <= limits.max_attributes
     }
 }
 
-fn parsed_memory(p: &ParsedRequest) -> usize {
-    fn s(x: &str) -> usize {
-        x.len() + std::mem::size_of::<String>()
+/// Header blocks and the decoded values of fragile string slots, if the message has any;
+/// `None` if a fragile slot has no value.
+fn extra_of(parsed: &ParsedRequest, slots: &[Slot]) -> Option<Option<Box<Extra>>> {
+    let fragile = |s: &&Slot| s.fragile() && s.field().kind() == Kind::Str;
+    if parsed.headers.is_empty() && !slots.iter().any(|s| fragile(&s)) {
+        return Some(None);
     }
-    fn os(x: &Option<String>) -> usize {
-        x.as_deref().map_or(std::mem::size_of::<Option<String>>(), s)
-    }
-    fn attrs(a: &[crate::model::Attribute]) -> usize {
-        a.iter().map(|a| s(&a.name) + os(&a.attr_type) + os(&a.value)).sum()
-    }
-    fn strs(v: &[String]) -> usize {
-        v.iter().map(|x| s(x)).sum()
-    }
-    let r = match &p.request {
-        Request::Ping | Request::GetVersion => 0,
-        Request::CreateSchema { schema_name, attributes, .. }
-        | Request::AddSchemaAttributes { schema_name, attributes } => s(schema_name) + attrs(attributes),
-        Request::DropSchema { schema_name } | Request::DescribeSchema { schema_name } => s(schema_name),
-        Request::RemoveSchemaAttributes { schema_name, attribute_names } => s(schema_name) + strs(attribute_names),
-        Request::ListSchemas { path } => os(path),
-        Request::CreateEntry { schema_name, entries } => {
-            s(schema_name) + entries.iter().map(|e| s(&e.name) + attrs(&e.attributes) + 24).sum::<usize>()
+    let mut fixed = Vec::new();
+    let mut fixed_text = String::new();
+    if slots.iter().any(|s| fragile(&s)) {
+        // A scratch copy to read the decoded values from (`dest_mut` wants `&mut`).
+        let mut scratch = parsed.request.clone();
+        for (si, s) in slots.iter().enumerate().filter(|(_, s)| fragile(s)) {
+            let v: &str = match dest_mut(&mut scratch, s.field(), s.i, s.j())? {
+                DestMut::Str(v) | DestMut::OptStr(Some(v)) => v,
+                _ => return None,
+            };
+            let a = u32::try_from(fixed_text.len()).ok()?;
+            fixed_text.push_str(v);
+            fixed.push((u32::try_from(si).ok()?, a, u32::try_from(fixed_text.len()).ok()?));
         }
-        Request::RemoveEntry { pattern, condition } => s(pattern) + os(condition),
-        Request::SetAttributes { pattern, condition, attributes } => s(pattern) + os(condition) + attrs(attributes),
-        Request::GetAttributes { entry_names, attribute_names } => strs(entry_names) + strs(attribute_names),
-        Request::ClearAttributes { pattern, attribute_names } => s(pattern) + strs(attribute_names),
-        Request::ListAttributes { entry_name } => s(entry_name),
-        Request::Query { select, condition, order_by, .. } => strs(select) + os(condition) + os(order_by),
-        Request::NextQuery { token, .. } | Request::EndQuery { token } => s(token),
-    };
-    r + p.headers.iter().map(|h| 64 + h.local_name.len() + h.namespace.as_ref().map_or(0, String::len)).sum::<usize>()
+    }
+    let mut headers = parsed.headers.clone();
+    headers.shrink_to_fit();
+    Some(Some(Box::new(Extra { headers, fixed: fixed.into_boxed_slice(), fixed_text: fixed_text.into() })))
 }
 
 /// A mutable view of one destination in a request.
@@ -352,16 +739,16 @@ pub(crate) fn dest_mut(req: &mut Request, field: Field, i: u32, j: u32) -> Optio
     })
 }
 
-/// Does the old value at a destination equal what the raw slot text decodes to, and is it
-/// present at all (absent/nil values get no slot)? `Some(true)`: slot; `Some(false)`: no
-/// slot (nil); `None`: mismatch (recording bug, so no template). Reads only (`dest_mut` is
-/// shared with the fast path's writer).
+/// Is there a value at the slot's destination in the recorder's hollow request, and is it
+/// present at all (absent/nil values get no slot)? `Some(true)`: slot; `Some(false)`: no slot
+/// (nil); `None`: mismatch (recording bug, so no template). Flags and integers are compared
+/// here; strings are compared when the finished template rebuilds the request.
 fn check_dest(req: &mut Request, slot: &Slot, raw: &str) -> Option<bool> {
-    if slot.field == Field::HeaderText {
+    if slot.field() == Field::HeaderText {
         return Some(true);
     }
-    let d = dest_mut(req, slot.field, slot.i, slot.j)?;
-    if slot.fragile {
+    let d = dest_mut(req, slot.field(), slot.i, slot.j())?;
+    if slot.fragile() {
         // The value is a decoding of the raw bytes; only its presence can be checked.
         return Some(match d {
             DestMut::OptStr(o) => o.is_some(),
@@ -370,9 +757,8 @@ fn check_dest(req: &mut Request, slot: &Slot, raw: &str) -> Option<bool> {
         });
     }
     match d {
-        DestMut::Str(s) => (s == raw).then_some(true),
+        DestMut::Str(_) | DestMut::OptStr(Some(_)) => Some(true),
         DestMut::OptStr(None) => Some(false),
-        DestMut::OptStr(Some(s)) => (s == raw).then_some(true),
         DestMut::Bool(b) => (parse_xsd_bool(raw)? == *b).then_some(true),
         DestMut::OptU32(None) => None,
         DestMut::OptU32(Some(v)) => (parse_xsd_unsigned_int(raw)? == *v).then_some(true),
@@ -411,8 +797,8 @@ enum Frame {
 struct Child {
     list: Option<ListField>,
     end: u32,
-    elements_before: usize,
-    elements_after: usize,
+    elements_before: u32,
+    elements_after: u32,
     slots_before: usize,
     slots_after: usize,
 }
@@ -478,7 +864,7 @@ impl Recorder {
                     let empty = matches!(ev, Event::Empty(_));
                     self.usage.elements += 1;
                     let attrs = e.attributes().with_checks(false).count();
-                    self.usage.attributes = self.usage.attributes.max(attrs);
+                    self.usage.attributes = self.usage.attributes.max(u32::try_from(attrs).ok()?);
                     let local = e.local_name();
                     let local: &str = local.as_ref();
                     let frame = self.classify(op, local)?;
@@ -501,9 +887,9 @@ impl Recorder {
                             f => f,
                         };
                         self.stack.push(frame);
-                        self.usage.depth = self.usage.depth.max(self.stack.len());
+                        self.usage.depth = self.usage.depth.max(self.stack.len() as u32);
                     } else {
-                        self.usage.depth = self.usage.depth.max(self.stack.len() + 1);
+                        self.usage.depth = self.usage.depth.max(self.stack.len() as u32 + 1);
                         if matches!(self.stack.last(), Some(Frame::Wrapper)) {
                             self.close_child(after);
                         }
@@ -633,7 +1019,7 @@ impl Recorder {
     fn slot(&mut self, text: &str, field: Field, i: u32, j: u32, content: u32, end: u32) -> Option<()> {
         let raw = text.get((content - self.off) as usize..(end - self.off) as usize)?;
         let fragile = raw.bytes().any(|b| matches!(b, b'<' | b'&' | b'\r'));
-        let slot = Slot { start: content, end, i, j, field, fragile };
+        let slot = Slot::new(content, end, field, i, j, fragile)?;
         if check_dest(&mut self.req, &slot, raw)? {
             self.slots.push(slot);
         }
@@ -645,17 +1031,16 @@ impl Recorder {
 /// of the previous sibling (or the wrapper's start tag) and the end of the item: leading
 /// whitespace and comments, then the item element. So every piece starts right after a `>`,
 /// pretty-printed items share one shape, and zero items leave `prefix + suffix`, which is
-/// what a pretty-printer writes for an empty list. `None` without repeated items or with too
-/// many distinct item shapes.
+/// what a pretty-printer writes for an empty list. `None` without repeated items, with too
+/// many distinct item shapes, or with two separate runs of one list.
 fn build_program(
     bytes: &[u8],
     slots: &[Slot],
     children: &[Child],
     wrapper_open: u32,
-    total_elements: usize,
+    total_elements: u32,
 ) -> Option<Program> {
-    let mut parts = Vec::new();
-    let mut cursor = (0u32, 0usize); // (byte, slot index) where the next Seg starts
+    let mut loops: Vec<LoopDef> = Vec::new();
     let mut base_elements = total_elements;
     let mut k = 0usize;
     while k < children.len() {
@@ -663,6 +1048,9 @@ fn build_program(
             k += 1;
             continue;
         };
+        if loops.iter().any(|l| l.list == list) {
+            return None;
+        }
         let mut end = k;
         while end < children.len() && children[end].list == Some(list) {
             end += 1;
@@ -672,41 +1060,36 @@ fn build_program(
         } else {
             (children[k - 1].end, children[k - 1].slots_after)
         };
-        parts.push(Part::Seg(Seg { start: cursor.0, end: lead.0, slot_lo: cursor.1 as u32, slot_hi: lead.1 as u32 }));
         let mut units = Vec::with_capacity(end - k);
-        let mut from = lead;
         for c in &children[k..end] {
             let elements = c.elements_after - c.elements_before;
             base_elements -= elements;
-            units.push(Unit {
-                seg: Seg { start: from.0, end: c.end, slot_lo: from.1 as u32, slot_hi: c.slots_after as u32 },
-                elements: elements as u32,
-            });
-            from = (c.end, c.slots_after);
+            units.push(Unit { end: c.end, slot_hi: u32::try_from(c.slots_after).ok()?, elements });
         }
-        let shapes = shapes_of(bytes, slots, &units)?;
-        parts.push(Part::Loop(LoopDef { list, units, shapes }));
-        cursor = from;
+        let mut l = LoopDef {
+            list,
+            start: lead.0,
+            slot_lo: u32::try_from(lead.1).ok()?,
+            units: units.into_boxed_slice(),
+            shapes: Box::default(),
+        };
+        l.shapes = shapes_of(bytes, slots, &l)?;
+        loops.push(l);
         k = end;
     }
-    if parts.is_empty() {
+    if loops.is_empty() {
         return None;
     }
-    parts.push(Part::Seg(Seg {
-        start: cursor.0,
-        end: bytes.len() as u32,
-        slot_lo: cursor.1 as u32,
-        slot_hi: slots.len() as u32,
-    }));
-    Some(Program { parts, base_elements })
+    Some(Program { loops: loops.into_boxed_slice(), base_elements })
 }
 
 /// Distinct unit shapes (static bytes and slot layout), most frequent first.
-fn shapes_of(bytes: &[u8], slots: &[Slot], units: &[Unit]) -> Option<Vec<u32>> {
+fn shapes_of(bytes: &[u8], slots: &[Slot], l: &LoopDef) -> Option<Box<[u32]>> {
     let mut shapes: Vec<(u32, usize)> = Vec::new(); // (unit index, count)
-    'units: for (n, u) in units.iter().enumerate() {
+    'units: for n in 0..l.len() {
+        let u = l.unit(n);
         for (rep, count) in shapes.iter_mut() {
-            if same_shape(bytes, slots, &units[*rep as usize], u) {
+            if same_shape(bytes, slots, l.unit(*rep as usize), u) {
                 *count += 1;
                 continue 'units;
             }
@@ -720,17 +1103,14 @@ fn shapes_of(bytes: &[u8], slots: &[Slot], units: &[Unit]) -> Option<Vec<u32>> {
     Some(shapes.into_iter().map(|(u, _)| u).collect())
 }
 
-fn same_shape(bytes: &[u8], slots: &[Slot], a: &Unit, b: &Unit) -> bool {
-    let (sa, sb) = (
-        &slots[a.seg.slot_lo as usize..a.seg.slot_hi as usize],
-        &slots[b.seg.slot_lo as usize..b.seg.slot_hi as usize],
-    );
-    if sa.len() != sb.len() || a.elements != b.elements {
+fn same_shape(bytes: &[u8], slots: &[Slot], (a, ea): (Seg, u32), (b, eb): (Seg, u32)) -> bool {
+    let (sa, sb) = (&slots[a.slot_lo as usize..a.slot_hi as usize], &slots[b.slot_lo as usize..b.slot_hi as usize]);
+    if sa.len() != sb.len() || ea != eb {
         return false;
     }
-    let (mut pa, mut pb) = (a.seg.start as usize, b.seg.start as usize);
+    let (mut pa, mut pb) = (a.start as usize, b.start as usize);
     for (x, y) in sa.iter().zip(sb) {
-        if x.field != y.field || x.j != y.j || x.fragile != y.fragile {
+        if !x.same_kind(*y) {
             return false;
         }
         if bytes[pa..x.start as usize] != bytes[pb..y.start as usize] {
@@ -739,5 +1119,24 @@ fn same_shape(bytes: &[u8], slots: &[Slot], a: &Unit, b: &Unit) -> bool {
         pa = x.end as usize;
         pb = y.end as usize;
     }
-    bytes[pa..a.seg.end as usize] == bytes[pb..b.seg.end as usize]
+    bytes[pa..a.end as usize] == bytes[pb..b.end as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_packing_round_trips() {
+        for (n, f) in Field::ALL.iter().enumerate() {
+            assert_eq!(*f as usize, n);
+            for (j, fragile) in [(0, false), (1, true), (12_345, false), ((1 << 26) - 1, true)] {
+                let s = Slot::new(7, 9, *f, 3, j, fragile).unwrap();
+                assert_eq!((s.field(), s.j(), s.fragile(), s.i, s.start, s.end), (*f, j, fragile, 3, 7, 9));
+            }
+        }
+        assert!(Slot::new(0, 0, Field::AttrName, 0, 1 << 26, false).is_none());
+        assert_eq!(size_of::<Slot>(), 16);
+        assert_eq!(size_of::<Unit>(), 12);
+    }
 }
