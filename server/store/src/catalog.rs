@@ -381,7 +381,7 @@ impl SqlConn {
         let sql = format!(
             "SELECT i.id, i.name, c.attribute_id FROM entry_indexes i \
              JOIN entry_index_columns c ON c.index_id = i.id \
-             WHERE i.collection_id = {} ORDER BY i.name_key, i.id, c.position",
+             WHERE i.collection_id = {} ORDER BY i.id, c.position",
             self.p(1, ValueType::Int)
         );
         let rows =
@@ -398,6 +398,8 @@ impl SqlConn {
                 _ => out.push(IndexDef { id, name: text_of(&r[1]), columns: vec![column] }),
             }
         }
+        // By name in byte order on both backends (a database collation might ignore `_`).
+        out.sort_by_cached_key(|ix| ix.name.to_ascii_lowercase());
         Ok(out)
     }
 
@@ -649,7 +651,7 @@ impl StoreConn for SqlConn {
         // Checked under the collection lock, so a concurrent index_create cannot slip in between.
         let sql = format!(
             "SELECT i.name FROM entry_indexes i JOIN entry_index_columns c ON c.index_id = i.id \
-             WHERE c.attribute_id = {} ORDER BY i.name_key",
+             WHERE c.attribute_id = {} ORDER BY i.id",
             self.p(1, ValueType::Int)
         );
         let users = self.rows(&sql, &[Value::Int(attr.id)], &[ValueType::Text]).await?;
