@@ -680,7 +680,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn add_index(&mut self, collection_id: i64, name: &str, columns: &[IndexColumn]) -> Result<IndexDef> {
-        self.schema_changed();
+        // Index definitions are not cached: nothing to invalidate.
         let has_table = self.lock_table_state(collection_id).await?;
         // The attributes were looked up before the lock; a concurrent removeattr may have won.
         let sql = format!("SELECT id FROM attributes WHERE collection_id = {} ORDER BY id", self.p(1, ValueType::Int));
@@ -730,7 +730,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_index(&mut self, collection_id: i64, index: &IndexDef) -> Result<()> {
-        self.schema_changed();
+        // Index definitions are not cached: nothing to invalidate.
         if self.lock_table_state(collection_id).await? {
             self.batch(&format!("DROP INDEX IF EXISTS {}", composite_index_name(collection_id, index.id))).await?;
         }
