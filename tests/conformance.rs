@@ -617,3 +617,238 @@ async fn lazy_entry_tables_sqlite() {
 async fn lazy_entry_tables_postgres() {
     lazy_entry_tables(Backend::Postgres).await;
 }
+
+/// Composite indexes (`e<id>_x<id>`) in the database catalogue and index definitions in
+/// `entry_indexes` / `entry_index_columns`.
+async fn composite_counts(db: &TestDb) -> (i64, i64, i64) {
+    let store = Db::open(&db.url, DbOptions::default()).await.expect("open database");
+    let mut conn = store.acquire().await.expect("connection");
+    let sql_indexes = match db.backend {
+        Backend::Sqlite => "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name GLOB 'e[0-9]*_x[0-9]*'",
+        Backend::Postgres => {
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = 'public' AND indexname ~ '^e[0-9]+_x[0-9]+$'"
+        }
+    };
+    let mut out = [0; 3];
+    for (i, sql) in [sql_indexes, "SELECT count(*) FROM entry_indexes", "SELECT count(*) FROM entry_index_columns"]
+        .iter()
+        .enumerate()
+    {
+        out[i] = match conn.query(sql, &[], &[ValueType::Int]).await.unwrap()[0][0] {
+            Value::Int(n) => n,
+            ref v => panic!("count: {v:?}"),
+        };
+    }
+    (out[0], out[1], out[2])
+}
+
+/// The database's query plan for `sql` (PostgreSQL with sequential scans discouraged, so any
+/// usable index shows), as one text.
+async fn query_plan(db: &TestDb, sql: &str) -> String {
+    let store = Db::open(&db.url, DbOptions::default()).await.expect("open database");
+    let mut conn = store.acquire().await.expect("connection");
+    let rows = match db.backend {
+        Backend::Sqlite => conn
+            .query(
+                &format!("EXPLAIN QUERY PLAN {sql}"),
+                &[],
+                &[ValueType::Int, ValueType::Int, ValueType::Int, ValueType::Text],
+            )
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|mut r| r.remove(3))
+            .collect::<Vec<_>>(),
+        Backend::Postgres => {
+            conn.execute_batch("SET enable_seqscan = off").await.unwrap();
+            conn.query(&format!("EXPLAIN {sql}"), &[], &[ValueType::Text])
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|mut r| r.remove(0))
+                .collect()
+        }
+    };
+    rows.iter().map(|v| v.to_wire().unwrap_or_default()).collect::<Vec<_>>().join("\n")
+}
+
+/// Integer id of a system-table row, read straight from the database.
+async fn db_id(db: &TestDb, sql: &str) -> i64 {
+    let store = Db::open(&db.url, DbOptions::default()).await.expect("open database");
+    let mut conn = store.acquire().await.expect("connection");
+    match conn.query(sql, &[], &[ValueType::Int]).await.unwrap()[0][0] {
+        Value::Int(n) => n,
+        ref v => panic!("id: {v:?}"),
+    }
+}
+
+fn index_rows(list: Vec<ardacat_core::service::IndexInfo>) -> Vec<(String, Vec<String>)> {
+    list.into_iter().map(|ix| (ix.name, ix.columns)).collect()
+}
+
+/// `index_create` / `index_remove` / `index_list`: definitions, error codes, the SQL index
+/// built lazily with the entry table or at once, `removeattr` refused for an indexed attribute,
+/// cleanup by `rmdir`, and identical query answers with and without the index.
+async fn composite_indexes(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let cat = catalogue(&db).await;
+    let mut se = root(&cat).await;
+    let se = &mut se;
+    assert_eq!(composite_counts(&db).await, (0, 0, 0));
+
+    cat.createdir(se, "/ci", true).await.unwrap();
+    for (n, t) in [("i0", "int"), ("f0", "float"), ("s0", "varchar(32)"), ("x", "text")] {
+        cat.addattr(se, "/ci", n, t, false).await.unwrap();
+    }
+    // No entry table yet: only the definition is stored.
+    cat.index_create(se, "/ci", "by_s_i", &s(&["s0", "I0"])).await.unwrap();
+    assert_eq!(composite_counts(&db).await, (0, 1, 2));
+    assert_eq!(index_rows(cat.index_list(se, "/ci").await.unwrap()), vec![("by_s_i".into(), s(&["s0", "i0"]))]);
+
+    // Errors and their codes; none of them changes anything.
+    assert_eq!(code(cat.index_create(se, "/missing", "ix", &s(&["i0"])).await), 1);
+    assert_eq!(code(cat.index_create(se, "/ci", "ix", &s(&["nosuch"])).await), 10);
+    assert_eq!(code(cat.index_create(se, "/ci", "ix", &s(&["i0", "nosuch"])).await), 10);
+    assert_eq!(code(cat.index_create(se, "/ci", "BY_S_I", &s(&["i0"])).await), 15, "names are case-insensitive");
+    assert_eq!(code(cat.index_create(se, "/ci", "1x", &s(&["i0"])).await), 3);
+    assert_eq!(code(cat.index_create(se, "/ci", "a-b", &s(&["i0"])).await), 3);
+    assert_eq!(code(cat.index_create(se, "/ci", "ix", &[]).await), 3);
+    assert_eq!(code(cat.index_create(se, "/ci", "ix", &s(&["i0", "I0"])).await), 3);
+    assert_eq!(code(cat.index_create(se, "/ci", "ix", &s(&["OWNER"])).await), 3);
+    assert_eq!(code(cat.index_remove(se, "/ci", "nosuch").await), 1);
+    assert_eq!(code(cat.index_remove(se, "/missing", "by_s_i").await), 1);
+    assert_eq!(code(cat.index_list(se, "/missing").await), 1);
+    cat.user_create(se, "u", "pw").await.unwrap();
+    let mut user = Session::new(cat.authenticate("u", Some("pw")).await.unwrap());
+    assert_eq!(code(cat.index_create(&mut user, "/ci", "ix", &s(&["i0"])).await), 4, "needs write");
+    assert_eq!(code(cat.index_remove(&mut user, "/ci", "by_s_i").await), 4);
+    assert_eq!(cat.index_list(&mut user, "/ci").await.unwrap().len(), 1, "read suffices to list");
+    cat.chmod(se, "/ci", "rwx------").await.unwrap();
+    assert_eq!(code(cat.index_list(&mut user, "/ci").await), 4);
+    cat.chmod(se, "/ci", "rwxr-xr-x").await.unwrap();
+    assert_eq!(composite_counts(&db).await, (0, 1, 2));
+
+    // removeattr of an attribute an index uses is refused (3) and changes nothing.
+    let e = cat.removeattr(se, "/ci", "s0").await.unwrap_err();
+    assert_eq!(e.code(), 3);
+    assert!(e.to_string().contains("by_s_i"), "{e}");
+    cat.removeattr(se, "/ci", "x").await.unwrap();
+    assert_eq!(cat.listattr(se, "/ci").await.unwrap().len(), 3);
+
+    // The first entry creates the table and, with it, the composite index.
+    let names = s(&["i0", "f0", "s0"]);
+    let rows: Vec<(String, Vec<String>)> = (0..400u64)
+        .map(|i| {
+            let r = i.wrapping_mul(2_654_435_761) % 1_000_003;
+            (
+                format!("e{i:04}"),
+                vec![(r % 1000).to_string(), format!("{}", (r % 100) as f64 / 4.0), format!("v{}", r % 7)],
+            )
+        })
+        .collect();
+    cat.insert(se, "/ci", &names, rows).await.unwrap();
+    assert_eq!(composite_counts(&db).await, (1, 1, 2), "built with the entry table");
+
+    // Answers with and without the index are the same.
+    let queries = [
+        "/ci:i0 between 100 and 600 and /ci:f0 < 20 and /ci:s0 = \"v3\"",
+        "/ci:s0 = \"v1\" and /ci:i0 > 500 order by /ci:i0 desc",
+        "/ci:s0 >= \"v5\" order by /ci:s0, /ci:i0",
+        "/ci:FILE like \"e01%\" and /ci:s0 = \"v2\"",
+    ];
+    let cols = ["/ci:FILE", "/ci:i0", "/ci:s0"];
+    let mut with = Vec::new();
+    for q in queries {
+        with.push(select(&cat, se, &cols, q).await);
+    }
+    assert!(with.iter().all(|r| !r.is_empty()), "every query matches something: {with:?}");
+    cat.index_remove(se, "/ci", "By_S_I").await.unwrap();
+    assert_eq!(composite_counts(&db).await, (0, 0, 0));
+    for (q, want) in queries.iter().zip(&with) {
+        assert_eq!(&select(&cat, se, &cols, q).await, want, "{q}");
+    }
+
+    // With the table in place, index_create builds the index at once; FILE may be a column.
+    cat.index_create(se, "/ci", "by_s_i", &s(&["s0", "i0"])).await.unwrap();
+    cat.index_create(se, "/ci", "by_name", &s(&["FILE", "f0"])).await.unwrap();
+    assert_eq!(composite_counts(&db).await, (2, 2, 4));
+    assert_eq!(
+        index_rows(cat.index_list(se, "/ci").await.unwrap()),
+        vec![("by_name".into(), s(&["FILE", "f0"])), ("by_s_i".into(), s(&["s0", "i0"]))]
+    );
+    for (q, want) in queries.iter().zip(&with) {
+        assert_eq!(&select(&cat, se, &cols, q).await, want, "{q}");
+    }
+    // The database can use it for the 2-predicate shape (column order s0, i0).
+    let coll = db_id(&db, "SELECT id FROM collections WHERE path = '/ci'").await;
+    let attr = |n: &str| format!("SELECT id FROM attributes WHERE collection_id = {coll} AND name = '{n}'");
+    let (s0, i0) = (db_id(&db, &attr("s0")).await, db_id(&db, &attr("i0")).await);
+    let ix = db_id(&db, "SELECT id FROM entry_indexes WHERE name = 'by_s_i'").await;
+    let plan =
+        query_plan(&db, &format!("SELECT file FROM e{coll} WHERE a{s0} = 'v3' AND a{i0} BETWEEN 100 AND 600")).await;
+    assert!(plan.contains(&format!("e{coll}_x{ix}")), "plan does not use the composite index:\n{plan}");
+
+    // Inside a user transaction an aborted index_create leaves nothing behind.
+    cat.begin(se).await.unwrap();
+    cat.index_create(se, "/ci", "tmp", &s(&["i0", "f0", "s0"])).await.unwrap();
+    cat.abort(se).await.unwrap();
+    assert_eq!(composite_counts(&db).await, (2, 2, 4));
+
+    // rmdir removes definitions and indexes; a new collection of the same name starts clean.
+    cat.rm(se, "/ci/*", None).await.unwrap();
+    cat.rmdir(se, "/ci").await.unwrap();
+    assert_eq!(composite_counts(&db).await, (0, 0, 0));
+    cat.createdir(se, "/ci", true).await.unwrap();
+    assert!(cat.index_list(se, "/ci").await.unwrap().is_empty());
+    cat.addattr(se, "/ci", "i0", "int", false).await.unwrap();
+    cat.addentry(se, "/ci/a", &pairs(&[("i0", "1")])).await.unwrap();
+    assert_eq!(composite_counts(&db).await, (0, 0, 0));
+    cat.removeattr(se, "/ci", "i0").await.unwrap();
+
+    // index_create and removeattr of the same attribute racing on separate connections: either
+    // the index exists over a live attribute, or the attribute is gone and no index names it.
+    cat.createdir(se, "/race", true).await.unwrap();
+    for k in 0..6 {
+        cat.addattr(se, "/race", &format!("a{k}"), "int", false).await.unwrap();
+    }
+    cat.addentry(se, "/race/e", &[]).await.unwrap();
+    let mut tasks = Vec::new();
+    for k in 0..12 {
+        let cat = cat.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut se = root(&cat).await;
+            let attr = format!("a{}", k / 2);
+            if k % 2 == 0 {
+                cat.index_create(&mut se, "/race", &format!("ix{k}"), &[attr]).await.map_err(|e| e.code())
+            } else {
+                cat.removeattr(&mut se, "/race", &attr).await.map_err(|e| e.code())
+            }
+        }));
+    }
+    for (k, t) in tasks.into_iter().enumerate() {
+        match t.await.unwrap() {
+            Ok(()) | Err(10) if k % 2 == 0 => {}
+            Ok(()) | Err(3) if k % 2 == 1 => {}
+            other => panic!("task {k}: {other:?}"),
+        }
+    }
+    let attrs: Vec<String> = cat.listattr(se, "/race").await.unwrap().into_iter().map(|a| a.name).collect();
+    let indexes = index_rows(cat.index_list(se, "/race").await.unwrap());
+    for (name, cols) in &indexes {
+        assert!(attrs.contains(&cols[0]), "{name} names a removed attribute {cols:?}");
+    }
+    // Each index names its own attribute: equal counts mean every surviving attribute kept its index.
+    assert_eq!(attrs.len(), indexes.len(), "an attribute stayed without its index or went with it: {attrs:?}");
+    let (sql, defs, _) = composite_counts(&db).await;
+    assert_eq!((sql, defs), (indexes.len() as i64, indexes.len() as i64));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn composite_indexes_sqlite() {
+    Box::pin(composite_indexes(Backend::Sqlite)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn composite_indexes_postgres() {
+    Box::pin(composite_indexes(Backend::Postgres)).await;
+}

@@ -24,6 +24,7 @@ on_both_backends!(
     cancel_and_backpressure,
     bad_input,
     injection,
+    indexes,
 );
 
 const END: &str = "\x04\x04";
@@ -934,4 +935,45 @@ async fn injection(b: Backend) {
     ok(&mut fresh, "addattr /after a int", &[]).await;
     ok(&mut fresh, "addentry /after/a a 1", &[]).await;
     ok(&mut fresh, "getattr /after a", &["a", "1"]).await;
+}
+
+/// `index_create` / `index_list` / `index_remove` (ardacat extension), byte for byte, with every
+/// error code and the `removeattr` refusal.
+async fn indexes(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let mut c = srv.raw().await;
+    ok(&mut c, "createdir /d", &[]).await;
+    ok(&mut c, "addattr /d i0 int", &[]).await;
+    ok(&mut c, "addattr /d s0 varchar(32)", &[]).await;
+    ok(&mut c, "addentry /d/e1 i0 1 s0 x", &[]).await;
+    ok(&mut c, "index_list /d", &[]).await;
+    ok(&mut c, "index_create /d by_s_i s0 i0", &[]).await;
+    ok(&mut c, "INDEX_CREATE /d byName FILE i0", &[]).await;
+    ok(&mut c, "index_list /d", &["by_s_i s0,i0", "byName FILE,i0"]).await;
+    ok(&mut c, "help index_create", &["index_create <dir> <name> <attr> [<attr>]..."]).await;
+
+    err(&mut c, "index_create /missing ix i0", 1).await;
+    err(&mut c, "index_create /d ix nosuch", 10).await;
+    err(&mut c, "index_create /d BY_S_I i0", 15).await;
+    err(&mut c, "index_create /d 'bad name' i0", 3).await;
+    err(&mut c, "index_create /d ix i0 i0", 3).await;
+    err(&mut c, "index_create /d ix", 3).await;
+    exact(&mut c, "index_remove /d nosuch", "1 /d: index nosuch: no such file or directory\n\x04\x04").await;
+    err(&mut c, "index_remove /d", 3).await;
+    err(&mut c, "index_list", 3).await;
+    err(&mut c, "index_list /missing", 1).await;
+    let refused = "3 attribute s0 is used by index by_s_i; remove the index first (index_remove)\n\x04\x04";
+    exact(&mut c, "removeattr /d s0", refused).await;
+
+    ok(&mut c, "user_create bob bobpw", &[]).await;
+    let mut bob = srv.raw_as("bob", "bobpw").await;
+    err(&mut bob, "index_create /d ix i0", 4).await;
+    err(&mut bob, "index_remove /d by_s_i", 4).await;
+    ok(&mut bob, "index_list /d", &["by_s_i s0,i0", "byName FILE,i0"]).await;
+
+    ok(&mut c, "index_remove /d by_s_i", &[]).await;
+    ok(&mut c, "removeattr /d s0", &[]).await;
+    ok(&mut c, "selectattr /d:FILE 'i0 = 1'", &["e1"]).await;
+    ok(&mut c, "index_remove /d BYNAME", &[]).await;
+    ok(&mut c, "index_list /d", &[]).await;
 }

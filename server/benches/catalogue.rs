@@ -3,6 +3,7 @@
 //!
 //! cargo bench -p ardacat-server --bench catalogue -- [--entries N] [--backend sqlite|postgres|both]
 //!   [--queries N] [--analyze: run ANALYZE after the bulk load, before the queries]
+//!   [--composite: also a composite index (s0, i0) on /indexed after the load, before ANALYZE]
 //! PostgreSQL: ARDACAT_BENCH_PG (default postgres://postgres@127.0.0.1:5432/postgres); a scratch
 //! database is created and dropped.
 
@@ -21,10 +22,18 @@ struct Args {
     queries: usize,
     /// Refresh the planner's statistics after the bulk load (what autovacuum or a DBA does).
     analyze: bool,
+    /// Add the composite index `(s0, i0)` to `/indexed` after the load (`index_create`).
+    composite: bool,
 }
 
 fn args() -> Args {
-    let mut a = Args { entries: 1_000_000, backends: vec!["sqlite", "postgres"], queries: 100, analyze: false };
+    let mut a = Args {
+        entries: 1_000_000,
+        backends: vec!["sqlite", "postgres"],
+        queries: 100,
+        analyze: false,
+        composite: false,
+    };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
     while i < v.len() {
@@ -34,6 +43,7 @@ fn args() -> Args {
                 i += 1;
             }
             "--analyze" => a.analyze = true,
+            "--composite" => a.composite = true,
             "--queries" => {
                 a.queries = v[i + 1].parse().expect("--queries N");
                 i += 1;
@@ -157,6 +167,14 @@ async fn main() {
             let mut se = Session::new(cat.authenticate("root", Some("bench")).await.unwrap());
             let rate = load(&cat, &mut se, "/plain", false, a.entries).await;
             let _ = load(&cat, &mut se, "/indexed", true, a.entries).await;
+            if a.composite {
+                let t = Instant::now();
+                cat.index_create(&mut se, "/indexed", "s0_i0", &["s0".to_string(), "i0".to_string()]).await.unwrap();
+                eprintln!(
+                    "{backend}: composite index (s0, i0) on /indexed built in {:.1} s",
+                    t.elapsed().as_secs_f64()
+                );
+            }
             if a.analyze {
                 let db = Db::open(&url, DbOptions::default()).await.unwrap();
                 db.acquire().await.unwrap().execute_batch("ANALYZE").await.unwrap();

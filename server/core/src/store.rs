@@ -30,6 +30,21 @@ pub struct AttrDef {
     pub indexed: bool,
 }
 
+/// One column of a composite index: the entry name or an attribute (by id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexColumn {
+    File,
+    Attr(i64),
+}
+
+/// A composite index of a collection (`index_create`): a name and its columns in index order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexDef {
+    pub id: i64,
+    pub name: String,
+    pub columns: Vec<IndexColumn>,
+}
+
 /// A new entry for `insert_entries`: values line up with the `attrs` slice passed beside it.
 #[derive(Debug, Clone)]
 pub struct NewEntry {
@@ -195,7 +210,8 @@ pub trait StoreConn: Send + 'static {
         perms: u16,
         attrs: &[(String, AttrType, bool)],
     ) -> impl Future<Output = Result<CollectionInfo>> + Send;
-    /// Drops the collection, its table, attributes, ACLs (its own and its entries') and sequences.
+    /// Drops the collection, its table, attributes, indexes, ACLs (its own and its entries') and
+    /// sequences.
     /// The caller checks emptiness.
     fn remove_collection(&mut self, id: i64) -> impl Future<Output = Result<()>> + Send;
     fn set_collection_owner(&mut self, id: i64, owner: &str, group: &str) -> impl Future<Output = Result<()>> + Send;
@@ -210,7 +226,23 @@ pub trait StoreConn: Send + 'static {
         attr_type: AttrType,
         indexed: bool,
     ) -> impl Future<Output = Result<AttrDef>> + Send;
+    /// Removes the attribute and its column. An attribute that a composite index uses stays and
+    /// the call fails with `Error::IllegalCommand` naming the index (checked under the same
+    /// collection lock that `add_index` takes, so the two cannot race).
     fn remove_attribute(&mut self, collection_id: i64, attr: &AttrDef) -> impl Future<Output = Result<()>> + Send;
+
+    /// The composite indexes of a collection, by name (case-insensitive order).
+    fn indexes(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<IndexDef>>> + Send;
+    /// Records a composite index and creates it at once if the entry table exists (else the table
+    /// is created with it). A name taken (case-insensitively) fails with `Error::Exists`; an
+    /// attribute that is gone by the time the collection is locked with `Error::NoSuchAttribute`.
+    fn add_index(
+        &mut self,
+        collection_id: i64,
+        name: &str,
+        columns: &[IndexColumn],
+    ) -> impl Future<Output = Result<IndexDef>> + Send;
+    fn remove_index(&mut self, collection_id: i64, index: &IndexDef) -> impl Future<Output = Result<()>> + Send;
 
     /// Inserts entries; a name that exists already fails the whole call with `Error::Exists`.
     fn insert_entries(

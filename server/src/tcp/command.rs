@@ -20,6 +20,9 @@ pub enum Command {
     Addattr { dir: String, name: String, type_name: String, indexed: bool },
     Removeattr { dir: String, name: String },
     Listattr(String),
+    IndexCreate { dir: String, name: String, attrs: Vec<String> },
+    IndexRemove { dir: String, name: String },
+    IndexList(String),
     Addentry { path: String, pairs: Vec<(String, String)> },
     Addentries(Vec<String>),
     Setattr { pattern: String, pairs: Vec<(String, String)> },
@@ -116,6 +119,14 @@ impl Command {
                 Command::Removeattr { dir, name }
             }
             "listattr" => Command::Listattr(one("<dir or entry>")?),
+            "index_create" if n >= 3 => {
+                Command::IndexCreate { dir: rest[0].clone(), name: rest[1].clone(), attrs: rest[2..].to_vec() }
+            }
+            "index_remove" => {
+                let (dir, name) = two("<dir> <name>")?;
+                Command::IndexRemove { dir, name }
+            }
+            "index_list" => Command::IndexList(one("<dir>")?),
             "addentry" if n >= 1 => {
                 Command::Addentry { path: rest[0].clone(), pairs: pairs(&rest[1..], c, "<path> [<attr> <value>]...")? }
             }
@@ -220,6 +231,7 @@ impl Command {
                 | Command::Listentries(_)
                 | Command::Stat(_)
                 | Command::Listattr(_)
+                | Command::IndexList(_)
                 | Command::Getattr { .. }
                 | Command::Find { .. }
                 | Command::Selectattr { .. }
@@ -247,6 +259,9 @@ pub const HELP: &[(&str, &str)] = &[
     ("addattr", "addattr <dir> <name> <type> [indexed]"),
     ("removeattr", "removeattr <dir> <name>"),
     ("listattr", "listattr <dir or entry>"),
+    ("index_create", "index_create <dir> <name> <attr> [<attr>]..."),
+    ("index_remove", "index_remove <dir> <name>"),
+    ("index_list", "index_list <dir>"),
     ("addentry", "addentry <path> [<attr> <value>]..."),
     ("addentries", "addentries <path>..."),
     ("setattr", "setattr <pattern> <attr> <value> [<attr> <value>]..."),
@@ -307,6 +322,12 @@ mod tests {
             }
         );
         assert_eq!(
+            p(&["INDEX_CREATE", "/d", "ix", "s0", "i0"]).unwrap(),
+            Command::IndexCreate { dir: "/d".into(), name: "ix".into(), attrs: vec!["s0".into(), "i0".into()] }
+        );
+        assert_eq!(p(&["index_list", "/d"]).unwrap(), Command::IndexList("/d".into()));
+        assert!(!Command::IndexList("/d".into()).is_write());
+        assert_eq!(
             p(&["sequence_create", "s", "/p"]).unwrap(),
             Command::SequenceCreate { name: "s".into(), dir: "/p".into(), increment: 1, start: 1 }
         );
@@ -314,7 +335,16 @@ mod tests {
 
     #[test]
     fn errors_are_code_3() {
-        for bad in [&["frobnicate"][..], &["addattr", "/a"], &["addentry", "/a", "x"], &["pwd", "x"], &[]] {
+        for bad in [
+            &["frobnicate"][..],
+            &["addattr", "/a"],
+            &["addentry", "/a", "x"],
+            &["pwd", "x"],
+            &[],
+            &["index_create", "/a", "ix"],
+            &["index_remove", "/a"],
+            &["index_list"],
+        ] {
             let e = p(bad).unwrap_err();
             assert_eq!(e.code(), 3, "{bad:?}");
         }

@@ -550,6 +550,13 @@ async fn execute<W: AsyncWrite + Unpin + Send>(
                 reply.value(Some(&a.attr_type.to_string())).await?;
             }
         }
+        Command::IndexCreate { dir, name, attrs } => cat.index_create(s, &dir, &name, &attrs).await?,
+        Command::IndexRemove { dir, name } => cat.index_remove(s, &dir, &name).await?,
+        Command::IndexList(d) => {
+            for ix in cat.index_list(s, &d).await? {
+                reply.value(Some(&format!("{} {}", ix.name, ix.columns.join(",")))).await?;
+            }
+        }
         Command::Addentry { path, pairs } => cat.addentry(s, &path, &pairs).await?,
         Command::Addentries(paths) => cat.addentries(s, &paths).await.map(|_| ())?,
         Command::Setattr { pattern, pairs } => cat.setattr(s, &pattern, &pairs).await.map(|_| ())?,

@@ -2,12 +2,14 @@
 //! permission checks, validation and query planning; it talks to storage only through the
 //! `Store` port and must not know any wire syntax or SQL.
 //!
-//! Operations live in `namespace` (collections, attributes), `entries` (entries, queries,
-//! bulk load), `admin` (users, groups, ACLs, sequences) and `cursor` (resumable positions).
+//! Operations live in `namespace` (collections, attributes), `indexes` (composite indexes),
+//! `entries` (entries, queries, bulk load), `admin` (users, groups, ACLs, sequences) and
+//! `cursor` (resumable positions).
 
 mod admin;
 pub mod cursor;
 mod entries;
+mod indexes;
 mod namespace;
 
 use std::future::Future;
@@ -21,6 +23,7 @@ use crate::perm::{Guard, Mode, Principal};
 use crate::store::{CollectionInfo, Store, StoreConn};
 
 pub use entries::{QueryPage, SelectSpec};
+pub use indexes::{IndexInfo, MAX_INDEX_COLUMNS};
 
 /// Defaults and limits of the service.
 #[derive(Debug, Clone)]
