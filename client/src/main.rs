@@ -118,7 +118,7 @@ enum Sub {
     },
     /// Load generator: N persistent connections for a fixed time; reports ops/s and latency.
     Bench {
-        /// ping | get | add | bulkget | query | setattr | addbulk
+        /// ping | get | add | bulkget | query | setattr | addbulk | update
         #[arg(long, default_value = "ping")]
         scenario: Scenario,
         /// Concurrent connections, one task each.

@@ -49,6 +49,9 @@ pub enum Scenario {
     /// `--batch` new entries of 60 attributes per operation into `/bench_add`: `upload` + `put`s
     /// + `commit` over TCP, one `createEntry` of that many entries over SOAP.
     Addbulk,
+    /// Update by query: `updateattr /bench/* a2 'a2 + 1' 'a0 >= X and a0 < X+1000'` (about one
+    /// entry in a thousand of `/bench` matches). TCP only.
+    Update,
 }
 
 impl FromStr for Scenario {
@@ -63,8 +66,11 @@ impl FromStr for Scenario {
             "query" => Scenario::Query,
             "setattr" => Scenario::Setattr,
             "addbulk" => Scenario::Addbulk,
+            "update" => Scenario::Update,
             other => {
-                return Err(format!("unknown scenario {other:?} (ping, get, add, bulkget, query, setattr, addbulk)"));
+                return Err(format!(
+                    "unknown scenario {other:?} (ping, get, add, bulkget, query, setattr, addbulk, update)"
+                ));
             }
         })
     }
@@ -80,6 +86,7 @@ impl fmt::Display for Scenario {
             Scenario::Query => "query",
             Scenario::Setattr => "setattr",
             Scenario::Addbulk => "addbulk",
+            Scenario::Update => "update",
         })
     }
 }
@@ -427,6 +434,10 @@ async fn operation(conn: &mut Conn, plan: &Plan, rng: &mut StdRng, seq: u64, tas
                     }
                     client.command_line(&args)?
                 }
+                Scenario::Update => {
+                    let x = rng.random_range(0..INT_RANGE);
+                    format!("updateattr {BENCH_DIR}/* a2 'a2 + 1' 'a0 >= {x} and a0 < {}'", x + INT_RANGE / 1000)
+                }
                 Scenario::Addbulk => {
                     let rows = new_entries(plan, rng, task, seq, plan.batch)
                         .into_iter()
@@ -505,7 +516,7 @@ async fn task_loop(
 /// Runs the scenario: connects all clients first, then starts them together.
 pub async fn run(opts: &BenchOptions) -> Result<BenchReport> {
     let connections = opts.connections.max(1);
-    if opts.protocol == Protocol::Soap && opts.scenario == Scenario::Query {
+    if opts.protocol == Protocol::Soap && matches!(opts.scenario, Scenario::Query | Scenario::Update) {
         return Err(ClientError::InvalidArgument(format!("scenario {} is not available over SOAP", opts.scenario)));
     }
     let attrs = attr_names();
@@ -604,6 +615,7 @@ mod tests {
     #[test]
     fn names_parse() {
         assert_eq!("BulkGet".parse::<Scenario>(), Ok(Scenario::Bulkget));
+        assert_eq!("update".parse::<Scenario>(), Ok(Scenario::Update));
         assert!("nope".parse::<Scenario>().is_err());
         assert_eq!("soap".parse::<Protocol>(), Ok(Protocol::Soap));
     }
