@@ -1066,3 +1066,54 @@ async fn point_reads_sqlite() {
 async fn point_reads_postgres() {
     on_pg(small_opts(), point_reads).await;
 }
+
+/// Write transactions move to the connection of the previous writer (SQLite keeps its page
+/// cache warm that way). Whatever connection a transaction ends up on, the outcome is that of
+/// the transactions alone: commits kept, an abandoned transaction rolled back before the next
+/// writer starts on the same connection.
+async fn writer_handoff(db: Db) {
+    let mut setup = db.acquire().await.unwrap();
+    setup.execute_batch(create_rt(&db)).await.unwrap();
+    drop(setup);
+    let ins = sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)");
+    let row = |i: i64| [Value::Int(i), Value::Text(format!("k{i}"))];
+    for round in 0..20 {
+        let base = round * 10;
+        let mut a = db.acquire().await.unwrap();
+        let mut b = db.acquire().await.unwrap();
+        a.begin().await.unwrap();
+        a.execute(&ins, &row(base + 1)).await.unwrap();
+        a.commit().await.unwrap();
+        drop(a);
+        b.query_point(&sql(&db, "SELECT count(*) FROM parent"), &[], &[ValueType::Int]).await.unwrap();
+        b.begin().await.unwrap();
+        b.execute(&ins, &row(base + 2)).await.unwrap();
+        b.commit().await.unwrap();
+        let mut c = db.acquire().await.unwrap();
+        c.begin().await.unwrap();
+        c.execute(&ins, &row(base + 3)).await.unwrap();
+        drop(c); // abandoned: rolled back
+        drop(b);
+        let mut d = db.acquire().await.unwrap();
+        d.begin().await.unwrap();
+        d.execute(&ins, &row(base + 4)).await.unwrap();
+        d.commit().await.unwrap();
+    }
+    let mut check = db.acquire().await.unwrap();
+    let rows = check.query("SELECT id FROM parent ORDER BY id", &[], &[ValueType::Int]).await.unwrap();
+    let want: Vec<Vec<Value>> =
+        (0..20).flat_map(|r| [r * 10 + 1, r * 10 + 2, r * 10 + 4]).map(|i| vec![Value::Int(i)]).collect();
+    assert_eq!(rows, want);
+    drop(check);
+    assert_all_released(&db).await;
+}
+
+#[tokio::test]
+async fn writer_handoff_sqlite() {
+    on_sqlite_file(DbOptions { pool_size: 3, ..small_opts() }, |db, _| writer_handoff(db)).await;
+}
+
+#[tokio::test]
+async fn writer_handoff_postgres() {
+    on_pg(DbOptions { pool_size: 3, ..small_opts() }, |db, _| writer_handoff(db)).await;
+}
