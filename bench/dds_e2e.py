@@ -39,10 +39,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from suite import PASSWORD, Proc, clean_env, git_describe, last_json, log, machine_info, pg_url, psql  # noqa: E402
+import suite  # noqa: E402
+from suite import BIN, PASSWORD, clean_env, git_describe, last_json, log, machine_info, pg_url, psql  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / "target" / "release"
 PERF_BIN = ROOT / "target" / "perf" / "release"
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres"
 
@@ -88,18 +88,8 @@ BREAKDOWN = [
 ]
 
 
-class Server(Proc):
-    def __init__(self, binary: Path, database: str, dds: str, log_path: Path):
-        env = clean_env(ARDACAT_ROOT_PASSWORD=PASSWORD, RUST_LOG=os.environ.get("BENCH_SERVER_LOG", "warn"))
-        cmd = [binary, "--database", database, "--bind", "127.0.0.1", "--tcp-port", "0", "--http-port", "0",
-               "--soap-dds", dds, "--max-connections", "2048"]
-        super().__init__(cmd, env, log_path, "ardacat-server listening")
-        m = re.search(r"tcp=\S*:(\d+) http=\S*:(\d+)", self.ready_line)
-        if not m:
-            self.stop()
-            raise RuntimeError(f"cannot read the ports from {self.ready_line!r}")
-        self.tcp_port, self.http_port = int(m.group(1)), int(m.group(2))
-        self.dds = dds
+class Server(suite.Server):
+    """The suite's server process, plus a reading of its /metrics."""
 
     def metrics(self) -> dict[str, float]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=10) as r:
@@ -145,7 +135,7 @@ class E2E:
 
     def start(self, dds: str, binary: Path = BIN / "ardacat-server") -> Server:
         self.stop()
-        self.server = Server(binary, self.db_url, dds, self.work / "server.log")
+        self.server = Server(self.db_url, dds, self.work / "server.log", binary)
         return self.server
 
     def stop(self) -> None:

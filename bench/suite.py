@@ -239,9 +239,9 @@ class Proc:
 
 
 class Server(Proc):
-    def __init__(self, database: str, dds: str, log_path: Path):
+    def __init__(self, database: str, dds: str, log_path: Path, binary: Path | None = None):
         env = clean_env(ARDACAT_ROOT_PASSWORD=PASSWORD, RUST_LOG=os.environ.get("BENCH_SERVER_LOG", "warn"))
-        cmd = [BIN / "ardacat-server", "--database", database, "--bind", "127.0.0.1", "--tcp-port", "0",
+        cmd = [binary or BIN / "ardacat-server", "--database", database, "--bind", "127.0.0.1", "--tcp-port", "0",
                "--http-port", "0", "--soap-dds", dds, "--max-connections", "2048"]
         super().__init__(cmd, env, log_path, "ardacat-server listening")
         m = re.search(r"tcp=\S*:(\d+) http=\S*:(\d+)", self.ready_line)

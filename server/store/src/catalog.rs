@@ -165,6 +165,11 @@ fn text_of(v: &Value) -> String {
     v.to_wire().unwrap_or_default()
 }
 
+/// An ACL row `(principal, is_group, rights)` of `acls` or `entry_acls`.
+fn acl_from(r: &[Value]) -> AclEntry {
+    AclEntry { principal: text_of(&r[0]), is_group: matches!(r[1], Value::Bool(true)), rights: int_of(&r[2]) as u16 }
+}
+
 fn int_of(v: &Value) -> i64 {
     match v {
         Value::Int(i) => *i,
@@ -229,14 +234,7 @@ impl SqlConn {
         let rows = self
             .point_rows(&sql, &[Value::Int(collection_id)], &[ValueType::Text, ValueType::Bool, ValueType::Int])
             .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| AclEntry {
-                principal: text_of(&r[0]),
-                is_group: matches!(r[1], Value::Bool(true)),
-                rights: int_of(&r[2]) as u16,
-            })
-            .collect())
+        Ok(rows.iter().map(|r| acl_from(r)).collect())
     }
 
     /// `?n`/`$n` placeholders for a statement whose parameters have these types.
@@ -850,14 +848,7 @@ impl StoreConn for SqlConn {
 
     async fn entry_acl(&mut self, collection_id: i64, entry_id: i64) -> Result<Vec<AclEntry>> {
         let rows = self.rows_compiled(&statements::select_entry_acl(self.dialect, collection_id, entry_id)).await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| AclEntry {
-                principal: text_of(&r[0]),
-                is_group: matches!(r[1], Value::Bool(true)),
-                rights: int_of(&r[2]) as u16,
-            })
-            .collect())
+        Ok(rows.iter().map(|r| acl_from(r)).collect())
     }
 
     async fn set_entry_acl(&mut self, collection_id: i64, entry_id: i64, e: &AclEntry) -> Result<()> {

@@ -635,6 +635,9 @@ async fn sqlite_pool_timeout_and_pragmas() {
     assert_eq!(fk, vec![vec![Value::Bool(true)]]);
     let like = c.query("SELECT 'abc' LIKE 'ABC'", &[], &[ValueType::Bool]).await.unwrap();
     assert_eq!(like, vec![vec![Value::Bool(false)]]);
+    let cache = c.query("PRAGMA cache_size", &[], &[ValueType::Int]).await.unwrap();
+    let kib = i64::from(DbOptions::default().sqlite_cache_kib);
+    assert_eq!(cache, vec![vec![Value::Int(-kib)]], "page cache of sqlite_cache_kib");
 }
 
 #[tokio::test]

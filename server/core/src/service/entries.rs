@@ -78,18 +78,13 @@ impl<S: Store> Catalogue<S> {
         plan: &SelectPlan,
         sink: &mut K,
     ) -> Result<u64> {
-        let ncols = plan.columns.len();
-        let perms_cols: Vec<bool> =
-            plan.columns.iter().map(|c| matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))).collect();
+        let wire = WireRows::of(plan);
         let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
         let producer = conn.select(plan, tx);
         let consumer = async move {
             let mut n = 0u64;
             while let Some(row) = rx.recv().await {
-                let row = row?;
-                let out =
-                    row.into_iter().take(ncols).enumerate().map(|(i, v)| format_value(v, perms_cols[i])).collect();
-                sink.row(out).await?;
+                sink.row(wire.row(row?)).await?;
                 n += 1;
             }
             Ok::<u64, Error>(n)
@@ -108,16 +103,10 @@ impl<S: Store> Catalogue<S> {
         plan: &SelectPlan,
         sink: &mut K,
     ) -> Result<u64> {
-        let ncols = plan.columns.len();
+        let wire = WireRows::of(plan);
         let mut n = 0;
         for row in conn.select_few(plan).await? {
-            let out = row
-                .into_iter()
-                .take(ncols)
-                .zip(&plan.columns)
-                .map(|(v, c)| format_value(v, matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))))
-                .collect();
-            sink.row(out).await?;
+            sink.row(wire.row(row)).await?;
             n += 1;
         }
         Ok(n)
@@ -531,8 +520,7 @@ impl<S: Store> Catalogue<S> {
         plan.limit = Some(page_size as u64 + 1);
         let ncols = plan.columns.len();
         let key_types = plan.key_types();
-        let perms_cols: Vec<bool> =
-            plan.columns.iter().map(|c| matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))).collect();
+        let wire = WireRows::of(&plan);
         let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
         let producer = conn.select(&plan, tx);
         let consumer = async move {
@@ -546,9 +534,7 @@ impl<S: Store> Catalogue<S> {
                     break;
                 }
                 last_key = Some(row[ncols..].to_vec());
-                rows.push(
-                    row.into_iter().take(ncols).enumerate().map(|(i, v)| format_value(v, perms_cols[i])).collect(),
-                );
+                rows.push(wire.row(row));
             }
             Ok::<_, Error>((rows, last_key, more))
         };
@@ -684,10 +670,27 @@ async fn nothing_matched<C: StoreConn>(conn: &mut C, t: &Target, cwd: &str, arg:
     }
 }
 
-fn format_value(v: Value, is_perms: bool) -> Option<String> {
-    match (v, is_perms) {
-        (Value::Int(bits), true) => Some(Mode((bits as u16) & 0o777).to_string()),
-        (v, _) => v.into_wire(),
+/// Turns the rows a store returns for a plan into wire rows: the plan's columns only (the
+/// keys the store appends after them are dropped), `PERMISSIONS` as `rwxr-x---`.
+struct WireRows {
+    perms: Vec<bool>,
+}
+
+impl WireRows {
+    fn of(plan: &SelectPlan) -> Self {
+        let perms =
+            plan.columns.iter().map(|c| matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))).collect();
+        WireRows { perms }
+    }
+
+    fn row(&self, row: Vec<Value>) -> Vec<Option<String>> {
+        row.into_iter()
+            .zip(&self.perms)
+            .map(|(v, &is_perms)| match (v, is_perms) {
+                (Value::Int(bits), true) => Some(Mode((bits as u16) & 0o777).to_string()),
+                (v, _) => v.into_wire(),
+            })
+            .collect()
     }
 }
 
