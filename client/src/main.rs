@@ -2,6 +2,11 @@
 //! flags), and dispatch to one-shot, line-input, interactive, import/export and bench modes. The
 //! protocol lives in the library; this file must not speak wire bytes itself.
 
+// The load generator shares the machine with the server it measures: allocation cost spent
+// here is CPU the server does not get.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cli;
 
 use std::path::PathBuf;

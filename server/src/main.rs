@@ -5,6 +5,12 @@ use tokio_util::sync::CancellationToken;
 
 use ardacat_server::{Config, RootPassword, bind, config::Flags, open, serve_with, tls};
 
+// glibc's malloc spent a third of the server's CPU on the get path (arena locks, consolidation of
+// per-value strings freed on other threads); mimalloc's thread-local free lists do not
+// (docs/benchmarks.md, "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
