@@ -5,8 +5,9 @@
 //! The greeting and the option block are read on the whole `TcpStream` (one `Framed`). For
 //! `ssl`/`resumeSSL<id>` the server answers `OK`, checks that the client sent nothing more,
 //! and runs the TLS handshake on that same stream (amga.md §2.2); the login block and every
-//! command then travel inside TLS. Only then is the stream split into a reader task and the
-//! writer, which is wrapped in the write-stall guard (`idle_timeout_secs`).
+//! command then travel inside TLS. Only then is the stream split into its read half (read by the
+//! command loop itself, also while a command runs) and the writer, which is wrapped in the
+//! write-stall guard (`idle_timeout_secs`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -25,7 +26,6 @@ use ardacat_proto::{
 use futures::{SinkExt, Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 use tokio::time::Instant as Deadline;
 use tokio_util::codec::{Framed, FramedParts, FramedWrite};
 use tokio_util::sync::CancellationToken;
@@ -197,28 +197,26 @@ async fn session<R, W>(
     };
     let mut state = state;
 
-    // A reader task keeps the socket drained so a CAN is seen while a reply streams.
-    let (tx, mut rx) = mpsc::channel::<Result<ClientFrame, ProtoError>>(16);
-    let read_task = tokio::spawn(async move {
-        while let Some(frame) = reader.next().await {
-            let stop = frame.is_err();
-            if tx.send(frame).await.is_err() || stop {
-                break;
-            }
-        }
-    });
-
     if let Some(e) = pending_error {
         // The login failed: the first command is answered with the error, then we hang up.
-        let first = tokio::time::timeout(Duration::from_secs(cfg.handshake_timeout_secs), rx.recv()).await;
+        let first = tokio::time::timeout(Duration::from_secs(cfg.handshake_timeout_secs), reader.next()).await;
         if matches!(first, Ok(Some(Ok(ClientFrame::Line(_))))) {
             let _ = Reply::new(&mut writer, false).fail(&e, None).await;
         }
-        read_task.abort();
         return;
     }
 
+    // The socket is read in this task, also while a command runs (so a CAN is seen while a
+    // reply streams): no reader task, no channel hop per command. `Framed::next` is
+    // cancel-safe, so dropping a pending read when the command ends loses nothing.
     let idle = Duration::from_secs(cfg.idle_timeout_secs);
+    // One timer for the connection, re-armed only when it fires: a command costs a clock read,
+    // not a timer registration.
+    let idle_timer = tokio::time::sleep(idle);
+    tokio::pin!(idle_timer);
+    let mut last_active = Deadline::now();
+    // The reader returned its end (EOF or a framing error): poll it no more.
+    let mut reader_done = false;
     // Frames that arrived while a command ran (watched for CAN), with their size.
     let mut queued: VecDeque<Result<ClientFrame, ProtoError>> = VecDeque::new();
     let mut queued_bytes = 0usize;
@@ -228,15 +226,26 @@ async fn session<R, W>(
                 queued_bytes -= frame_bytes(&f);
                 Some(f)
             }
-            None => tokio::select! {
-                f = rx.recv() => f,
-                _ = tokio::time::sleep(idle) => {
-                    tracing::debug!(%peer, "idle timeout");
-                    break;
+            None if reader_done => None,
+            None => loop {
+                tokio::select! {
+                    f = reader.next() => break f,
+                    () = &mut idle_timer => {
+                        let due = last_active + idle;
+                        if Deadline::now() >= due {
+                            tracing::debug!(%peer, "idle timeout");
+                            break None;
+                        }
+                        idle_timer.as_mut().reset(due);
+                    }
+                    _ = shutdown.cancelled() => break None,
                 }
-                _ = shutdown.cancelled() => break,
             },
         };
+        last_active = Deadline::now();
+        if matches!(frame, None | Some(Err(_))) {
+            reader_done = true;
+        }
         let line = match frame {
             None => break,
             Some(Ok(ClientFrame::Cancel)) => continue,
@@ -267,14 +276,16 @@ async fn session<R, W>(
                     r = &mut exec => break r,
                     // Past the bounds, stop reading: TCP then pushes back on a client that
                     // keeps sending while it does not read the reply.
-                    f = rx.recv(), if queued.len() < QUEUE_MAX_FRAMES && queued_bytes < QUEUE_MAX_BYTES => match f {
+                    f = reader.next(), if !reader_done && queued.len() < QUEUE_MAX_FRAMES && queued_bytes < QUEUE_MAX_BYTES => match f {
                         Some(Ok(ClientFrame::Cancel)) => { cancelled = true; break Err(Error::Cancelled) }
                         Some(other) => {
+                            reader_done = other.is_err();
                             queued_bytes += frame_bytes(&other);
                             queued.push_back(other)
                         }
                         // The client half-closed: finish this command, then stop.
                         None => {
+                            reader_done = true;
                             queued_bytes += 1;
                             queued.push_back(Err(ProtoError::UnexpectedEof));
                             break (&mut exec).await
@@ -319,7 +330,6 @@ async fn session<R, W>(
             break;
         }
     }
-    read_task.abort();
     // Dropping the session's pinned connection rolls back an open transaction.
 }
 
