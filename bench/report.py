@@ -327,7 +327,9 @@ def server_benches_section(results: dict) -> list[str]:
     L = ["## Server benchmarks (`cargo bench`)", "",
          "`catalogue`: bulk load and a 3-predicate query (`i0 between … and f0 < … and s0 = …`) on a collection "
          "of 10 typed attributes, with and without indexes, through the service layer. `stream`: the whole "
-         "collection streamed over TCP from an in-process server, with the process's resident memory.", ""]
+         "collection streamed over TCP from an in-process server, with the process's resident memory. `tree`: "
+         "a tree of collections built, then `cd`, `dir` of 1,000 children, `createdir` and `rmdir` timed "
+         "in it.", ""]
     for b in sb:
         L.append(f"`cargo bench -p ardacat-server --bench {b['bench']} -- {' '.join(b['args'])}` ({b['seconds']:.0f} s)")
         L.append("")

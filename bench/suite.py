@@ -56,6 +56,7 @@ class Plan:
     catalogue_entries: int = 10_000_000
     catalogue_queries: int = 200
     stream_rows: int = 10_000_000
+    tree_collections: int = 100_000
     extra: dict = field(default_factory=dict)
 
 
@@ -66,7 +67,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
                     server_benches=True)
     elif tiny:
         plan = Plan("tiny", 1.0, [1, 4], 2_000, [2_000, 5_000], [], export_repeats=1,
-                    catalogue_entries=2_000, catalogue_queries=20, stream_rows=2_000)
+                    catalogue_entries=2_000, catalogue_queries=20, stream_rows=2_000,
+                    tree_collections=500)
     else:
         plan = Plan("quick", 3.0, [1, 16, 64], 10_000, [10_000, 100_000], [])
     plan.backends = [b for b in args.backends.split(",") if b]
@@ -87,6 +89,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
         plan.catalogue_entries = args.catalogue_entries
     if args.stream_rows is not None:
         plan.stream_rows = args.stream_rows
+    if args.tree_collections is not None:
+        plan.tree_collections = args.tree_collections
     return plan
 
 
@@ -469,16 +473,22 @@ class Suite:
                     f"{r['response_bytes']:>8} B in")
 
     def server_benches(self) -> None:
-        """cargo bench: the 10-attribute catalogue (3-predicate query) and the stream bench."""
+        """cargo bench: the 10-attribute catalogue (3-predicate query, single-attribute indexes and
+        the composite index), the stream bench and the collection tree."""
         jobs = []
         backend_arg = "both" if len(self.plan.backends) == 2 else self.plan.backends[0]
         jobs.append(("catalogue", ["--entries", self.plan.catalogue_entries, "--queries",
                                    self.plan.catalogue_queries, "--backend", backend_arg, "--analyze"]))
+        jobs.append(("catalogue", ["--entries", self.plan.catalogue_entries, "--queries",
+                                   self.plan.catalogue_queries, "--backend", backend_arg, "--analyze",
+                                   "--composite"]))
         for b in self.plan.backends:
             jobs.append(("stream", ["--rows", self.plan.stream_rows, "--backend", b]))
-        log("== building the cargo benches (catalogue, stream)")
+        for b in self.plan.backends:
+            jobs.append(("tree", ["--collections", self.plan.tree_collections, "--backend", b]))
+        log("== building the cargo benches (catalogue, stream, tree)")
         p = run(["cargo", "bench", "-q", "-p", "ardacat-server", "--bench", "catalogue", "--bench", "stream",
-                 "--no-run"], 3 * 3600)
+                 "--bench", "tree", "--no-run"], 3 * 3600)
         if p.returncode != 0:
             self.record_error("cargo bench --no-run", RuntimeError(p.stderr.strip()[-800:]))
             return
@@ -550,6 +560,7 @@ def main() -> int:
     p.add_argument("--server-benches", choices=["on", "off"], help="run the cargo benches (default: on with --full)")
     p.add_argument("--catalogue-entries", type=int, help="entries for the catalogue cargo bench")
     p.add_argument("--stream-rows", type=int, help="rows for the stream cargo bench")
+    p.add_argument("--tree-collections", type=int, help="collections for the tree cargo bench")
     p.add_argument("--keep", action="store_true", help="keep the work folder (server logs)")
     args = p.parse_args()
     plan = make_plan(args)
