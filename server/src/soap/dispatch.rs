@@ -24,8 +24,8 @@ use ardacat_core::store::AttrDef;
 use ardacat_core::types::Value;
 use ardacat_core::{Error, Result, RowSink};
 use ardacat_soap::{
-    Attribute, Entry, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError, SoapVersion,
-    write_response,
+    Attribute, Entry, EntryColumns, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError,
+    SoapVersion, write_response,
 };
 use axum::body::Body;
 use bytes::Bytes;
@@ -412,12 +412,13 @@ impl Out {
     }
 }
 
-/// Receives `getattr` rows (name, values…) and writes `<entry>` elements.
+/// Receives `getattr` rows (name, values…) and writes `<entry>` elements straight from them:
+/// no `Entry` per row, the attribute names escaped once per collection ([`EntryColumns`]).
 struct EntrySink<'a> {
     out: &'a mut Out,
     writer: &'a mut ResponseWriter,
     dir: String,
-    attrs: &'a [String],
+    columns: &'a EntryColumns,
     /// A value XML cannot carry; reported as a Server fault (the query is stopped).
     soap_error: Option<SoapError>,
 }
@@ -425,17 +426,8 @@ struct EntrySink<'a> {
 impl RowSink for EntrySink<'_> {
     async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
         let mut it = row.into_iter();
-        let name = it.next().flatten().unwrap_or_default();
-        let entry = Entry {
-            name: path::join(&self.dir, &name),
-            attributes: self
-                .attrs
-                .iter()
-                .zip(it)
-                .map(|(n, value)| Attribute { name: n.clone(), attr_type: None, value })
-                .collect(),
-        };
-        if let Err(e) = self.writer.entry(&entry, &mut self.out.buf) {
+        let name = path::join(&self.dir, it.next().flatten().as_deref().unwrap_or_default());
+        if let Err(e) = self.writer.entry_row(self.columns, &name, it, &mut self.out.buf) {
             self.soap_error = Some(e);
             return Err(Error::Cancelled);
         }
@@ -482,7 +474,8 @@ async fn stream_entries(
         } else {
             attribute_names.to_vec()
         };
-        let mut sink = EntrySink { out: &mut *out, writer: &mut writer, dir, attrs: &attrs, soap_error: None };
+        let columns = EntryColumns::new(&attrs);
+        let mut sink = EntrySink { out: &mut *out, writer: &mut writer, dir, columns: &columns, soap_error: None };
         let r = cat.getattr(s, &abs, &attrs, &mut sink).await;
         if let Some(e) = sink.soap_error.take() {
             return Err(e.into());
