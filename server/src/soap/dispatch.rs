@@ -40,6 +40,11 @@ type Sess = ardacat_core::Session<Store>;
 /// Response bytes held before `getAttributes` switches to a streamed (chunked) body.
 pub const STREAM_THRESHOLD: usize = 256 * 1024;
 
+/// Capacity of the buffer that follows a sent chunk: the threshold plus room for the entry
+/// that crosses it (a 60-attribute entry is ~3 KiB), so a streamed response fills each chunk
+/// without growing (and copying) the buffer from empty again.
+const CHUNK_CAPACITY: usize = STREAM_THRESHOLD + 16 * 1024;
+
 /// What went wrong: a catalogue error (→ `MetadataFault`) or a SOAP-layer error (a response
 /// that XML cannot carry → `Server` fault).
 #[derive(Debug)]
@@ -372,7 +377,7 @@ impl Out {
         if self.buf.len() < STREAM_THRESHOLD {
             return Ok(());
         }
-        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_CAPACITY)));
         if let Some(start) = self.start.take() {
             let (tx, rx) = futures::channel::mpsc::channel(4);
             let body = Body::from_stream(futures::stream::once(async move { Ok::<_, io::Error>(chunk) }).chain(rx));
