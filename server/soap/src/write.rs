@@ -65,11 +65,48 @@ impl Fault {
 // ----------------------------------------------------------------------------------------------
 // Escaping
 
+/// Where a value sits in the message, named only in the error when the value is refused:
+/// `prefix` + `name`, e.g. `"entry/"` + `"attribute/value"`. It stays two borrowed pieces so
+/// that nothing is formatted for values that are fine: formatting the path of every value
+/// was a quarter of the server's CPU on a 1,000-entry getAttributes.
+#[derive(Clone, Copy)]
+struct Field<'a>(&'a str, &'a str);
+
+impl<'a> From<&'a str> for Field<'a> {
+    fn from(name: &'a str) -> Self {
+        Field("", name)
+    }
+}
+
+/// Bytes [`text`] must stop at: the five markup characters, CR, the C0 controls other than
+/// tab and LF (refused) and 0xEF (the lead byte of U+FFFE and U+FFFF). One table look-up per
+/// byte; runs of other bytes are copied whole.
+const SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'\t' as usize] = false;
+    t[b'\n' as usize] = false;
+    t[b'&' as usize] = true;
+    t[b'<' as usize] = true;
+    t[b'>' as usize] = true;
+    t[b'"' as usize] = true;
+    t[b'\'' as usize] = true;
+    t[0xEF] = true;
+    t
+};
+
 /// Appends `s` escaped for element content; refuses characters XML 1.0 cannot carry.
-fn text(out: &mut Vec<u8>, s: &str, field: &str) -> Result<(), SoapError> {
+fn text(out: &mut Vec<u8>, s: &str, field: Field<'_>) -> Result<(), SoapError> {
     let b = s.as_bytes();
     let mut last = 0;
     for (i, &c) in b.iter().enumerate() {
+        if !SPECIAL[usize::from(c)] {
+            continue;
+        }
         let rep: &[u8] = match c {
             b'&' => b"&amp;",
             b'<' => b"&lt;",
@@ -77,8 +114,7 @@ fn text(out: &mut Vec<u8>, s: &str, field: &str) -> Result<(), SoapError> {
             b'"' => b"&quot;",
             b'\'' => b"&apos;",
             b'\r' => b"&#13;",
-            b'\t' | b'\n' => continue,
-            0..=0x1F => return Err(unrepresentable(field, c as u32)),
+            0..=0x1F => return Err(unrepresentable(field, u32::from(c))),
             0xEF if b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)) => {
                 return Err(unrepresentable(field, 0xFFFE + u32::from(b[i + 2] - 0xBE)));
             }
@@ -92,8 +128,9 @@ fn text(out: &mut Vec<u8>, s: &str, field: &str) -> Result<(), SoapError> {
     Ok(())
 }
 
-fn unrepresentable(field: &str, cp: u32) -> SoapError {
-    SoapError::Unserializable(format!("value of '{field}' contains U+{cp:04X}, which XML 1.0 cannot represent"))
+fn unrepresentable(field: Field<'_>, cp: u32) -> SoapError {
+    let Field(prefix, name) = field;
+    SoapError::Unserializable(format!("value of '{prefix}{name}' contains U+{cp:04X}, which XML 1.0 cannot represent"))
 }
 
 /// Escapes for element content, writing forbidden characters as the visible text `\u{XXXX}`.
@@ -105,7 +142,7 @@ fn lossy_text(out: &mut Vec<u8>, s: &str) {
         } else {
             let mut buf = [0u8; 4];
             // A single char never contains a forbidden character, so this cannot fail.
-            let _ = text(out, ch.encode_utf8(&mut buf), "");
+            let _ = text(out, ch.encode_utf8(&mut buf), Field::from(""));
         }
     }
 }
@@ -167,9 +204,9 @@ fn wrapper_open(out: &mut Vec<u8>, name: &str) {
     out.extend_from_slice(b"\">");
 }
 
-fn simple(out: &mut Vec<u8>, name: &str, value: &str, field: &str) -> Result<(), SoapError> {
+fn simple<'f>(out: &mut Vec<u8>, name: &str, value: &str, field: impl Into<Field<'f>>) -> Result<(), SoapError> {
     open(out, name);
-    text(out, value, field)?;
+    text(out, value, field.into())?;
     close(out, name);
     Ok(())
 }
@@ -201,12 +238,12 @@ enum NoneValue {
 
 fn attribute(out: &mut Vec<u8>, a: &Attribute, none: NoneValue, path: &str) -> Result<(), SoapError> {
     open(out, "attribute");
-    simple(out, "name", &a.name, &format!("{path}attribute/name"))?;
+    simple(out, "name", &a.name, Field(path, "attribute/name"))?;
     if let Some(t) = &a.attr_type {
-        simple(out, "type", t, &format!("{path}attribute/type"))?;
+        simple(out, "type", t, Field(path, "attribute/type"))?;
     }
     match (&a.value, none) {
-        (Some(v), _) => simple(out, "value", v, &format!("{path}attribute/value"))?,
+        (Some(v), _) => simple(out, "value", v, Field(path, "attribute/value"))?,
         (None, NoneValue::Nil) => nil(out, "value"),
         (None, NoneValue::Omit) => {}
     }
@@ -221,6 +258,77 @@ fn entry(out: &mut Vec<u8>, e: &Entry) -> Result<(), SoapError> {
         attribute(out, a, NoneValue::Nil, "entry/")?;
     }
     close(out, "entry");
+    Ok(())
+}
+
+/// The attribute names of a getAttributes response, written once per response instead of once
+/// per entry: every entry of a collection carries the same attributes, so the
+/// `<attribute><name>…</name>` start of each is escaped up front and then copied as it is.
+/// [`ResponseWriter::entry_row`] writes exactly the bytes [`ResponseWriter::entry`] would.
+#[derive(Debug, Clone)]
+pub struct EntryColumns {
+    /// Per attribute: the escaped start, or the code point that makes its name unwritable
+    /// (reported by the first entry, as [`ResponseWriter::entry`] would; a response without
+    /// entries never writes the name, so it does not fail).
+    heads: Vec<Result<Vec<u8>, u32>>,
+}
+
+impl EntryColumns {
+    pub fn new<S: AsRef<str>>(names: &[S]) -> EntryColumns {
+        let heads = names
+            .iter()
+            .map(|n| {
+                let mut head = b"<attribute><name>".to_vec();
+                match text(&mut head, n.as_ref(), Field::from("")) {
+                    Ok(()) => {
+                        head.extend_from_slice(b"</name>");
+                        Ok(head)
+                    }
+                    Err(_) => Err(first_forbidden(n.as_ref())),
+                }
+            })
+            .collect();
+        EntryColumns { heads }
+    }
+
+    pub fn len(&self) -> usize {
+        self.heads.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heads.is_empty()
+    }
+}
+
+/// The first character of `s` that XML 1.0 cannot carry (0 if there is none; only called
+/// after [`text`] refused `s`).
+fn first_forbidden(s: &str) -> u32 {
+    s.chars().find(|&c| crate::xml::is_forbidden_char(c)).map_or(0, u32::from)
+}
+
+/// One `<entry>` from a name and values in column order (`None` → `xsi:nil`); values beyond
+/// the columns are ignored, missing ones leave their attributes out.
+fn entry_row<I, S>(out: &mut Vec<u8>, columns: &EntryColumns, name: &str, values: I) -> Result<(), SoapError>
+where
+    I: IntoIterator<Item = Option<S>>,
+    S: AsRef<str>,
+{
+    out.extend_from_slice(b"<entry><name>");
+    text(out, name, Field::from("entry/name"))?;
+    out.extend_from_slice(b"</name>");
+    for (head, v) in columns.heads.iter().zip(values) {
+        let head = head.as_ref().map_err(|&cp| unrepresentable(Field("entry/", "attribute/name"), cp))?;
+        out.extend_from_slice(head);
+        match v {
+            Some(v) => {
+                out.extend_from_slice(b"<value>");
+                text(out, v.as_ref(), Field("entry/", "attribute/value"))?;
+                out.extend_from_slice(b"</value></attribute>");
+            }
+            None => out.extend_from_slice(b"<value xsi:nil=\"true\"/></attribute>"),
+        }
+    }
+    out.extend_from_slice(b"</entry>");
     Ok(())
 }
 
@@ -331,6 +439,24 @@ impl ResponseWriter {
     pub fn entry(&mut self, e: &Entry, out: &mut Vec<u8>) -> Result<(), SoapError> {
         self.expect(self.op == Operation::GetAttributes && self.stage == Stage::Items, "entry")?;
         atomic(out, |out| entry(out, e))
+    }
+
+    /// getAttributes: one `<entry>` named `name` with `values` in the order of `columns`;
+    /// the same bytes as [`entry`](Self::entry) with the corresponding [`Entry`], without
+    /// building one per row.
+    pub fn entry_row<I, S>(
+        &mut self,
+        columns: &EntryColumns,
+        name: &str,
+        values: I,
+        out: &mut Vec<u8>,
+    ) -> Result<(), SoapError>
+    where
+        I: IntoIterator<Item = Option<S>>,
+        S: AsRef<str>,
+    {
+        self.expect(self.op == Operation::GetAttributes && self.stage == Stage::Items, "entry")?;
+        atomic(out, |out| entry_row(out, columns, name, values))
     }
 
     /// query / nextQuery: `<token>` (if any) and the `<column>`s. Must come before any row.

@@ -3,9 +3,9 @@
 mod common;
 
 use ardacat_soap::{
-    Attribute, Entry, Fault, FaultCode, Limits, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError,
-    SoapVersion, error_fault_bytes, fault_bytes, parse_request, response_bytes, write_error_fault, write_fault,
-    write_request, write_response,
+    Attribute, Entry, EntryColumns, Fault, FaultCode, Limits, MDResult, Operation, Request, Response, ResponseWriter,
+    Row, SoapError, SoapVersion, error_fault_bytes, fault_bytes, parse_request, response_bytes, write_error_fault,
+    write_fault, write_request, write_response,
 };
 use common::*;
 
@@ -293,6 +293,79 @@ fn streaming_writer_matches_write_response() {
         w.finish(&mut streamed).unwrap();
         assert_eq!(streamed, response_bytes(v, &Response::ListSchemas { schema_names: vec![s("/x")] }).unwrap());
     }
+}
+
+/// The `Entry` that `entry_row(columns, name, values)` stands for (values zipped with columns).
+fn entry_of(columns: &[&str], name: &str, values: &[Option<&str>]) -> Entry {
+    Entry {
+        name: s(name),
+        attributes: columns
+            .iter()
+            .zip(values)
+            .map(|(c, v)| Attribute { name: s(c), attr_type: None, value: v.map(s) })
+            .collect(),
+    }
+}
+
+#[test]
+fn entry_rows_write_the_same_bytes_as_entries() {
+    let columns = ["size", "owner", "n<o>te&'\""];
+    let rows: [(&str, Vec<Option<&str>>); 4] = [
+        ("/a/f1", vec![Some("10"), None, Some("<&>\"' \r\n\t\u{FFFD}\u{1F600}")]),
+        ("/a/<f&2>", vec![Some("")]),
+        ("/a/f3", vec![Some("1"), Some("2"), Some("3"), Some("ignored: no column")]),
+        ("/a/f4", vec![]),
+    ];
+    let prepared = EntryColumns::new(&columns);
+    assert_eq!(prepared.len(), 3);
+    for v in [V11, V12] {
+        let (mut by_row, mut by_entry) = (Vec::new(), Vec::new());
+        let mut wr = ResponseWriter::begin(v, Operation::GetAttributes, &mut by_row);
+        let mut we = ResponseWriter::begin(v, Operation::GetAttributes, &mut by_entry);
+        for (name, values) in &rows {
+            wr.entry_row(&prepared, name, values.iter().copied(), &mut by_row).unwrap();
+            we.entry(&entry_of(&columns, name, values), &mut by_entry).unwrap();
+        }
+        wr.finish(&mut by_row).unwrap();
+        we.finish(&mut by_entry).unwrap();
+        assert_eq!(String::from_utf8(by_row).unwrap(), String::from_utf8(by_entry).unwrap());
+    }
+}
+
+#[test]
+fn entry_rows_refuse_what_entries_refuse_and_leave_no_partial_output() {
+    let unserializable = |e: SoapError| match e {
+        SoapError::Unserializable(m) => m,
+        other => panic!("expected Unserializable, got {other:?}"),
+    };
+    let columns = EntryColumns::new(&["a", "b"]);
+    let mut out = Vec::new();
+    let mut w = ResponseWriter::begin(V11, Operation::GetAttributes, &mut out);
+    let before = out.len();
+    let m = unserializable(w.entry_row(&columns, "/e", [Some("ok"), Some("x\u{1}")], &mut out).unwrap_err());
+    assert!(m.contains("'entry/attribute/value'") && m.contains("U+0001"), "{m}");
+    let m = unserializable(w.entry_row(&columns, "/e\u{FFFE}", [Some("ok")], &mut out).unwrap_err());
+    assert!(m.contains("'entry/name'") && m.contains("U+FFFE"), "{m}");
+    assert_eq!(out.len(), before, "a refused entry leaves no partial output");
+
+    // A column name XML cannot carry fails on the first entry, with the message `entry` gives;
+    // without entries it is never written, so the response is fine.
+    let bad = ["ok", "b\u{7}"];
+    let columns = EntryColumns::new(&bad);
+    let by_row = unserializable(w.entry_row(&columns, "/e", [Some("1"), Some("2")], &mut out).unwrap_err());
+    let by_entry = unserializable(w.entry(&entry_of(&bad, "/e", &[Some("1"), Some("2")]), &mut out).unwrap_err());
+    assert_eq!(by_row, by_entry);
+    assert!(by_row.contains("'entry/attribute/name'") && by_row.contains("U+0007"), "{by_row}");
+    assert_eq!(out.len(), before);
+    w.finish(&mut out).unwrap();
+    assert!(body_child(&out, V11).all("entry").is_empty());
+
+    // Only getAttributes has entries.
+    let mut out = Vec::new();
+    let mut w = ResponseWriter::begin(V11, Operation::ListSchemas, &mut out);
+    let before = out.len();
+    assert!(w.entry_row(&EntryColumns::new(&["a"]), "/e", [Some("1")], &mut out).is_err());
+    assert_eq!(out.len(), before);
 }
 
 #[test]

@@ -24,8 +24,8 @@ use ardacat_core::store::AttrDef;
 use ardacat_core::types::Value;
 use ardacat_core::{Error, Result, RowSink};
 use ardacat_soap::{
-    Attribute, Entry, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError, SoapVersion,
-    write_response,
+    Attribute, Entry, EntryColumns, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError,
+    SoapVersion, write_response,
 };
 use axum::body::Body;
 use bytes::Bytes;
@@ -39,6 +39,11 @@ type Sess = ardacat_core::Session<Store>;
 
 /// Response bytes held before `getAttributes` switches to a streamed (chunked) body.
 pub const STREAM_THRESHOLD: usize = 256 * 1024;
+
+/// Capacity of the buffer that follows a sent chunk: the threshold plus room for the entry
+/// that crosses it (a 60-attribute entry is ~3 KiB), so a streamed response fills each chunk
+/// without growing (and copying) the buffer from empty again.
+const CHUNK_CAPACITY: usize = STREAM_THRESHOLD + 16 * 1024;
 
 /// What went wrong: a catalogue error (→ `MetadataFault`) or a SOAP-layer error (a response
 /// that XML cannot carry → `Server` fault).
@@ -372,7 +377,7 @@ impl Out {
         if self.buf.len() < STREAM_THRESHOLD {
             return Ok(());
         }
-        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_CAPACITY)));
         if let Some(start) = self.start.take() {
             let (tx, rx) = futures::channel::mpsc::channel(4);
             let body = Body::from_stream(futures::stream::once(async move { Ok::<_, io::Error>(chunk) }).chain(rx));
@@ -412,12 +417,13 @@ impl Out {
     }
 }
 
-/// Receives `getattr` rows (name, values…) and writes `<entry>` elements.
+/// Receives `getattr` rows (name, values…) and writes `<entry>` elements straight from them:
+/// no `Entry` per row, the attribute names escaped once per collection ([`EntryColumns`]).
 struct EntrySink<'a> {
     out: &'a mut Out,
     writer: &'a mut ResponseWriter,
     dir: String,
-    attrs: &'a [String],
+    columns: &'a EntryColumns,
     /// A value XML cannot carry; reported as a Server fault (the query is stopped).
     soap_error: Option<SoapError>,
 }
@@ -425,17 +431,8 @@ struct EntrySink<'a> {
 impl RowSink for EntrySink<'_> {
     async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
         let mut it = row.into_iter();
-        let name = it.next().flatten().unwrap_or_default();
-        let entry = Entry {
-            name: path::join(&self.dir, &name),
-            attributes: self
-                .attrs
-                .iter()
-                .zip(it)
-                .map(|(n, value)| Attribute { name: n.clone(), attr_type: None, value })
-                .collect(),
-        };
-        if let Err(e) = self.writer.entry(&entry, &mut self.out.buf) {
+        let name = path::join(&self.dir, it.next().flatten().as_deref().unwrap_or_default());
+        if let Err(e) = self.writer.entry_row(self.columns, &name, it, &mut self.out.buf) {
             self.soap_error = Some(e);
             return Err(Error::Cancelled);
         }
@@ -482,7 +479,8 @@ async fn stream_entries(
         } else {
             attribute_names.to_vec()
         };
-        let mut sink = EntrySink { out: &mut *out, writer: &mut writer, dir, attrs: &attrs, soap_error: None };
+        let columns = EntryColumns::new(&attrs);
+        let mut sink = EntrySink { out: &mut *out, writer: &mut writer, dir, columns: &columns, soap_error: None };
         let r = cat.getattr(s, &abs, &attrs, &mut sink).await;
         if let Some(e) = sink.soap_error.take() {
             return Err(e.into());
