@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-SCENARIOS = ["ping", "get", "add", "bulkget", "query"]
+SCENARIOS = ["ping", "get", "add", "bulkget", "query", "update"]
 BACKEND_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 # (protocol, dds) variants in display order.
 VARIANTS = [("tcp", None), ("soap", "on"), ("soap", "off")]
@@ -153,6 +153,9 @@ SCENARIO_TEXT = {
     "query": "`selectattr /bench:FILE /bench:a0 '/bench:a0 > X and /bench:a1 < Y'` over unindexed "
              "attributes, X in the top and Y in the bottom tenth of the range (on average 0.25 % of the rows "
              "match; TCP only).",
+    "update": "`updateattr /bench/* a2 'a2 + 1' 'a0 >= X and a0 < X+1000'`: update by query over the "
+              "unindexed `a0` (every update scans `/bench`, about 0.1 % of the entries match; one transaction "
+              "each; TCP only).",
 }
 
 

@@ -1070,10 +1070,10 @@ async fn point_reads_postgres() {
     on_pg(small_opts(), point_reads).await;
 }
 
-/// Write transactions move to the connection of the previous writer (SQLite keeps its page
-/// cache warm that way). Whatever connection a transaction ends up on, the outcome is that of
-/// the transactions alone: commits kept, an abandoned transaction rolled back before the next
-/// writer starts on the same connection.
+/// Write transactions from several sessions share one connection on SQLite (the reserved
+/// writer, whose page cache stays warm that way). Whatever connection a transaction runs on, the
+/// outcome is that of the transactions alone: commits kept, an abandoned transaction rolled back
+/// before the next writer starts on the same connection.
 async fn writer_handoff(db: Db) {
     let mut setup = db.acquire().await.unwrap();
     setup.execute_batch(create_rt(&db)).await.unwrap();
@@ -1119,4 +1119,186 @@ async fn writer_handoff_sqlite() {
 #[tokio::test]
 async fn writer_handoff_postgres() {
     on_pg(DbOptions { pool_size: 3, ..small_opts() }, |db, _| writer_handoff(db)).await;
+}
+
+/// The `i64` of a one-row, one-column result.
+async fn scalar(c: &mut ardacat_store::Conn, sql: &str) -> i64 {
+    match c.query(sql, &[], &[ValueType::Int]).await.unwrap().as_slice() {
+        [row] => match row.as_slice() {
+            [Value::Int(n)] => *n,
+            other => panic!("{sql}: {other:?}"),
+        },
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// SQLite: every write, from whichever session, runs on the one reserved writer connection, so
+/// that connection never sees another connection's commit and keeps its page cache. Observed
+/// through `PRAGMA data_version`, which changes on a connection exactly when another connection
+/// committed (the event that makes SQLite drop the page cache). Every pooled connection is held
+/// by a session at once, so no write can borrow a previous writer's connection.
+#[tokio::test]
+async fn writes_from_every_session_use_the_writer_connection_sqlite() {
+    on_sqlite_file(DbOptions { pool_size: 3, ..small_opts() }, |db, _| async move {
+        let mut sessions = Vec::new();
+        for _ in 0..3 {
+            sessions.push(db.acquire().await.unwrap());
+        }
+        sessions[0].execute_batch(create_rt(&db)).await.unwrap();
+        let ins = "INSERT INTO parent (id, k) VALUES (?1, ?2)";
+        let row = |i: i64| vec![Value::Int(i), Value::Text(format!("k{i}"))];
+        let mut versions = Vec::new();
+        let mut id = 0;
+        for _round in 0..5 {
+            for s in sessions.iter_mut() {
+                s.begin().await.unwrap();
+                versions.push(scalar(s, "PRAGMA data_version").await);
+                id += 1;
+                s.execute(ins, &row(id)).await.unwrap();
+                s.commit().await.unwrap();
+                id += 1;
+                s.execute(ins, &row(id)).await.unwrap(); // outside a transaction
+                s.execute_many(ins, vec![row(id + 1), row(id + 2)]).await.unwrap();
+                id += 2;
+            }
+        }
+        assert!(versions.windows(2).all(|w| w[0] == w[1]), "another connection committed in between: {versions:?}");
+        // The pooled connections see every commit at once.
+        for s in sessions.iter_mut() {
+            assert_eq!(scalar(s, "SELECT count(*) FROM parent").await, id);
+        }
+        drop(sessions);
+        assert_all_released(&db).await;
+    })
+    .await;
+}
+
+/// Whichever connection runs a transaction: it reads its own writes (query, point read,
+/// stream), others do not see them before the commit and see them right after it, a write
+/// outside a transaction is visible to the session's next read, and a transaction abandoned by
+/// dropping its connection or rolled back leaves nothing behind.
+async fn transaction_visibility(db: Db) {
+    let mut a = db.acquire().await.unwrap();
+    let mut b = db.acquire().await.unwrap();
+    a.execute_batch(create_rt(&db)).await.unwrap();
+    let ins = sql(&db, "INSERT INTO parent (id, k) VALUES ($1, $2)");
+    let by_id = sql(&db, "SELECT id FROM parent WHERE id = $1");
+    let row = |i: i64| [Value::Int(i), Value::Text(format!("k{i}"))];
+    let int = [ValueType::Int];
+    let one = |i: i64| vec![vec![Value::Int(i)]];
+
+    a.begin().await.unwrap();
+    a.execute(&ins, &row(1)).await.unwrap();
+    assert_eq!(a.query(&by_id, &[Value::Int(1)], &int).await.unwrap(), one(1));
+    assert_eq!(a.query_point(&by_id, &[Value::Int(1)], &int).await.unwrap(), one(1));
+    let (tx, mut rx) = mpsc::channel::<RowResult>(4);
+    assert_eq!(a.stream(&by_id, &[Value::Int(1)], &int, tx).await.unwrap(), 1);
+    assert_eq!(rx.recv().await.unwrap().unwrap(), vec![Value::Int(1)]);
+    assert!(b.query_point(&by_id, &[Value::Int(1)], &int).await.unwrap().is_empty(), "uncommitted row seen");
+    assert!(b.query(&by_id, &[Value::Int(1)], &int).await.unwrap().is_empty(), "uncommitted row seen");
+    a.commit().await.unwrap();
+    assert_eq!(b.query_point(&by_id, &[Value::Int(1)], &int).await.unwrap(), one(1));
+
+    a.execute(&ins, &row(2)).await.unwrap();
+    assert_eq!(a.query_point(&by_id, &[Value::Int(2)], &int).await.unwrap(), one(2));
+    assert_eq!(a.query(&by_id, &[Value::Int(2)], &int).await.unwrap(), one(2));
+
+    for round in 0..10 {
+        let abandoned = 100 + round;
+        let mut c = db.acquire().await.unwrap();
+        c.begin().await.unwrap();
+        c.execute(&ins, &row(abandoned)).await.unwrap();
+        drop(c);
+        // The next writer starts after the rollback and sees nothing of it.
+        b.begin().await.unwrap();
+        assert!(b.query(&by_id, &[Value::Int(abandoned)], &int).await.unwrap().is_empty());
+        b.execute(&ins, &row(200 + round)).await.unwrap();
+        b.commit().await.unwrap();
+        assert!(a.query_point(&by_id, &[Value::Int(abandoned)], &int).await.unwrap().is_empty());
+        assert_eq!(a.query_point(&by_id, &[Value::Int(200 + round)], &int).await.unwrap(), one(200 + round));
+
+        a.begin().await.unwrap();
+        a.execute(&ins, &row(300 + round)).await.unwrap();
+        a.rollback().await.unwrap();
+        assert!(a.query_point(&by_id, &[Value::Int(300 + round)], &int).await.unwrap().is_empty());
+    }
+    let ids = a.query("SELECT id FROM parent ORDER BY id", &[], &int).await.unwrap();
+    let want: Vec<Vec<Value>> = [1, 2].into_iter().chain(200..210).map(|i| vec![Value::Int(i)]).collect();
+    assert_eq!(ids, want);
+    drop((a, b));
+    assert_all_released(&db).await;
+}
+
+#[tokio::test]
+async fn transaction_visibility_sqlite() {
+    on_sqlite_file(DbOptions { pool_size: 3, ..small_opts() }, |db, _| transaction_visibility(db)).await;
+}
+
+#[tokio::test]
+async fn transaction_visibility_postgres() {
+    on_pg(DbOptions { pool_size: 3, ..small_opts() }, |db, _| transaction_visibility(db)).await;
+}
+
+/// SQLite: a `begin` whose future is dropped half-way (its `BEGIN` already sent to the database)
+/// leaves no transaction open and does not keep the write gate: another session writes at once,
+/// the session itself writes outside a transaction and that write is committed. A short
+/// `busy_timeout` turns a leftover lock into an error instead of a long wait.
+#[tokio::test]
+async fn cancelled_begin_leaves_no_transaction_sqlite() {
+    let opts = DbOptions { pool_size: 2, busy_timeout: Duration::from_millis(300), ..small_opts() };
+    on_sqlite_file(opts, |db, _| async move {
+        let mut other = db.acquire().await.unwrap();
+        other.execute_batch(create_rt(&db)).await.unwrap();
+        let ins = "INSERT INTO parent (id, k) VALUES (?1, ?2)";
+        let row = |i: i64| [Value::Int(i), Value::Text(format!("k{i}"))];
+        let mut want = Vec::new();
+        for round in 0..20i64 {
+            let mut c = db.acquire().await.unwrap();
+            // Polled once: the gate is free, so `BEGIN` is queued before the future is dropped
+            // (unless the thread answered within that one poll: then the transaction is open).
+            if tokio::time::timeout(Duration::ZERO, c.begin()).await.is_ok() {
+                c.rollback().await.unwrap();
+            }
+            assert!(!c.in_transaction());
+            if round % 2 == 0 {
+                drop(c);
+            } else {
+                c.execute(ins, &row(1000 + round)).await.unwrap();
+                want.push(1000 + round);
+                drop(c);
+            }
+            other.begin().await.unwrap();
+            other.execute(ins, &row(round)).await.unwrap();
+            other.commit().await.unwrap();
+            want.push(round);
+        }
+        want.sort_unstable();
+        let ids = other.query("SELECT id FROM parent ORDER BY id", &[], &[ValueType::Int]).await.unwrap();
+        assert_eq!(ids, want.into_iter().map(|i| vec![Value::Int(i)]).collect::<Vec<_>>());
+        drop(other);
+        assert_all_released(&db).await;
+    })
+    .await;
+}
+
+/// SQLite: a batch outside `begin` must not leave a transaction open on the shared writer
+/// connection (the session's next read, on its pooled connection, would not see it, and the
+/// next writer would inherit it): it is rolled back and refused, and the next writer proceeds.
+#[tokio::test]
+async fn batch_leaving_a_transaction_open_is_refused_sqlite() {
+    let opts = DbOptions { pool_size: 2, busy_timeout: Duration::from_millis(300), ..small_opts() };
+    on_sqlite_file(opts, |db, _| async move {
+        let mut a = db.acquire().await.unwrap();
+        let mut b = db.acquire().await.unwrap();
+        a.execute_batch(create_rt(&db)).await.unwrap();
+        let err = a.execute_batch("BEGIN; INSERT INTO parent (id, k) VALUES (1, 'one')").await.unwrap_err();
+        assert!(matches!(err, StoreError::Database(ref m) if m.contains("transaction open")), "{err:?}");
+        assert!(!a.in_transaction());
+        b.begin().await.unwrap();
+        b.execute("INSERT INTO parent (id, k) VALUES (2, 'two')", &[]).await.unwrap();
+        b.commit().await.unwrap();
+        let ids = a.query("SELECT id FROM parent ORDER BY id", &[], &[ValueType::Int]).await.unwrap();
+        assert_eq!(ids, vec![vec![Value::Int(2)]]);
+    })
+    .await;
 }

@@ -61,7 +61,9 @@ impl Backend {
 #[derive(Debug, Clone)]
 pub struct DbOptions {
     /// Number of pooled connections. `0` (the default) picks the backend's default: 8 for
-    /// PostgreSQL, 4 for SQLite (each SQLite connection is one dedicated thread).
+    /// PostgreSQL, 4 for SQLite (each SQLite connection is one dedicated thread). SQLite opens
+    /// one more connection, reserved for writes and transactions, that is not counted here nor
+    /// in [`PoolStats`].
     pub pool_size: usize,
     /// How long [`Db::acquire`] waits for a free connection before [`StoreError::PoolTimeout`].
     pub acquire_timeout: Duration,

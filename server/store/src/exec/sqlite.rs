@@ -13,25 +13,38 @@
 //! and WAL readers do not wait for writers; everything else (writes, commits with their fsync,
 //! scans, streams) stays on the connection thread.
 //!
-//! # Pool: N equal connections plus an in-process write gate
+//! # Pool: N reader connections, one reserved writer connection, an in-process write gate
 //! The API has a single `acquire()` and a `Conn` does not say up front whether it will write, so
-//! the pool is N equal connections (default 4) rather than "one writer + readers". Writers are
-//! serialized two ways:
+//! every `Conn` gets one of N pooled connections (default 4) for its reads, and the pool keeps one
+//! more connection, the *writer*, that no `Conn` owns. Writers are serialized two ways:
 //! - inside the process by an async *write gate* (a `tokio::sync::Mutex`): `begin()` holds it until
-//!   commit/rollback, and `execute`/`execute_batch` outside a transaction hold it for the
-//!   statement. Waiting writers queue fairly in async land (bounded by `busy_timeout`, then
-//!   [`StoreError::Busy`]) instead of spinning in SQLite's busy handler;
+//!   commit/rollback, and `execute`/`execute_batch`/`execute_many` outside a transaction hold it
+//!   for the statement. Waiting writers queue fairly in async land (bounded by `busy_timeout`,
+//!   then [`StoreError::Busy`]) instead of spinning in SQLite's busy handler;
 //! - against other processes by `BEGIN IMMEDIATE` (the write lock is taken up front, so two
 //!   writers can never deadlock upgrading read locks) plus SQLite's `busy_timeout`.
 //!
-//! A write transaction also moves to the connection that ran the previous one when that one is
-//! idle (`Conn::take_writer_connection`): in WAL mode a connection drops its page cache whenever
-//! another connection committed, so writers alternating over the pool re-read everything they
-//! scan (update-by-query on SQLite fell 3.7x at two writers before this).
+//! Holding the gate is the right to submit jobs to the writer connection: every write and every
+//! statement inside a transaction (its reads too, so a transaction reads its own writes) runs
+//! there; outside a transaction reads run on the `Conn`'s pooled connection. Why a dedicated
+//! connection: in WAL mode a connection drops its whole page cache when *another* connection
+//! committed since its last transaction, so write transactions alternating over the pool each
+//! re-read what they scan from the OS (update-by-query on SQLite fell 3.7x at two writers). The
+//! writer only ever sees its own commits and keeps its cache warm however many sessions write.
+//! A pooled connection never holds a transaction between statements (every statement is reset
+//! when it ends), so after a write has returned, the session's next read on its pooled
+//! connection starts a fresh snapshot that contains it; and nothing uncommitted on the writer is
+//! visible to any pooled connection.
+//!
+//! The writer is in autocommit mode whenever the gate is free: `commit`/`rollback` end the
+//! transaction before releasing the gate, a dropped `Conn` or a cancelled `begin` queue a
+//! rollback job that carries the gate (jobs run in order, so it runs after whatever that `Conn`
+//! had queued), and a batch that leaves a transaction open outside `begin` is rolled back and
+//! refused.
 //!
 //! Readers never wait for the gate: in WAL mode they read a snapshot while a writer works.
 //! (`query`/`stream` of a data-changing statement such as `INSERT … RETURNING` outside a
-//! transaction skips the gate and relies on `busy_timeout`.)
+//! transaction runs on the pooled connection, skips the gate and relies on `busy_timeout`.)
 //!
 //! # Connection setup
 //! `journal_mode=WAL` (file databases), `synchronous=FULL` (a commit is on disk before it is
@@ -134,8 +147,6 @@ struct Worker {
     conn: Arc<Mutex<Connection>>,
     /// Jobs sent to the thread and not finished yet (decremented under the connection lock).
     pending: Arc<AtomicUsize>,
-    /// Which pool connection this is (`Pool::writer`).
-    index: usize,
 }
 
 impl Worker {
@@ -150,11 +161,9 @@ impl Worker {
 
 pub(crate) struct Pool {
     idle: Mutex<Vec<Worker>>,
-    /// The connection that ran the last write transaction. In WAL mode a connection throws its
-    /// page cache away whenever *another* connection committed since its last transaction, so
-    /// writers alternating over the pool would each re-read what they scan from the OS; `begin`
-    /// trades its connection for this one when it is idle, keeping the writer's cache warm.
-    writer: AtomicUsize,
+    /// The reserved writer connection (see the module docs): only the holder of `write_gate`
+    /// submits jobs to it. `None` once the pool is closed.
+    writer: Mutex<Option<Arc<Worker>>>,
     /// One permit per idle worker; taking a permit guarantees a worker in `idle`.
     permits: Arc<Semaphore>,
     size: usize,
@@ -188,14 +197,16 @@ impl Pool {
                 )
             }
         };
-        // Opened one after the other: the first switches a new file to WAL before others read it.
+        // Opened one after the other: the first (the writer) switches a new file to WAL before
+        // others read it.
+        let writer = spawn_worker("ardacat-sqlite-w".into(), path.clone(), flags, file, &opts).await?;
         let mut workers = Vec::with_capacity(size);
         for i in 0..size {
-            workers.push(spawn_worker(i, path.clone(), flags, file, &opts).await?);
+            workers.push(spawn_worker(format!("ardacat-sqlite-{i}"), path.clone(), flags, file, &opts).await?);
         }
         Ok(Pool {
             idle: Mutex::new(workers),
-            writer: AtomicUsize::new(0),
+            writer: Mutex::new(Some(Arc::new(writer))),
             permits: Arc::new(Semaphore::new(size)),
             size,
             write_gate: Arc::new(tokio::sync::Mutex::new(())),
@@ -208,6 +219,11 @@ impl Pool {
 
     fn idle(&self) -> MutexGuard<'_, Vec<Worker>> {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The writer connection (its user must hold the write gate).
+    fn writer(&self) -> Result<Arc<Worker>, StoreError> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner()).clone().ok_or(StoreError::Closed)
     }
 
     pub(crate) async fn acquire(pool: &Arc<Pool>) -> Result<Conn, StoreError> {
@@ -223,11 +239,11 @@ impl Pool {
             pool: pool.clone(),
             gate: None,
             in_tx: false,
-            may_be_in_tx: false,
             unlimited: false,
         })
     }
 
+    /// The pooled (reader) connections; the reserved writer is not counted.
     pub(crate) fn stats(&self) -> PoolStats {
         let idle = self.idle().len();
         let size = if self.closed.load(Ordering::Relaxed) { 0 } else { self.size };
@@ -235,16 +251,19 @@ impl Pool {
     }
 
     /// Stop handing out connections and let the idle threads finish (their connection closes,
-    /// checkpointing the WAL). Connections in use end when their `Conn` is dropped.
+    /// checkpointing the WAL). Connections in use end when their `Conn` is dropped; the writer's
+    /// thread ends once the jobs queued on it (a transaction in progress, then its rollback) ran,
+    /// and later writes fail with [`StoreError::Closed`].
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.permits.close();
         self.idle().clear();
+        self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
 
 async fn spawn_worker(
-    index: usize,
+    name: String,
     path: PathBuf,
     flags: OpenFlags,
     file: bool,
@@ -258,7 +277,7 @@ async fn spawn_worker(
     let pending = Arc::new(AtomicUsize::new(0));
     let done = pending.clone();
     std::thread::Builder::new()
-        .name(format!("ardacat-sqlite-{index}"))
+        .name(name)
         .spawn(move || {
             let conn = match open_connection(&path, flags, file, busy, cache, cache_kib) {
                 Ok(c) => c,
@@ -287,7 +306,7 @@ async fn spawn_worker(
         })
         .map_err(|e| StoreError::Database(format!("cannot start a SQLite thread: {e}")))?;
     let conn = ready_rx.await.map_err(|_| StoreError::Closed)??;
-    Ok(Worker { jobs, deadline, conn, pending, index })
+    Ok(Worker { jobs, deadline, conn, pending })
 }
 
 fn open_connection(
@@ -317,49 +336,66 @@ fn open_connection(
     Ok(conn)
 }
 
-/// One pooled SQLite connection (the right to use one connection thread).
+/// One pooled SQLite connection (the right to use one reader connection thread), and while it
+/// holds the write gate, the right to use the writer connection.
 pub(crate) struct Conn {
     worker: Option<Worker>,
     permit: Option<OwnedSemaphorePermit>,
     pool: Arc<Pool>,
-    /// The write gate, held from `begin` to `commit`/`rollback`.
+    /// The write gate, held from `begin` to `commit`/`rollback`: the transaction runs on the
+    /// pool's writer connection meanwhile.
     gate: Option<OwnedMutexGuard<()>>,
     in_tx: bool,
-    /// A transaction may be open on the connection (a `begin` or a batch ran since the last
-    /// clean end): only then does `drop` queue the rollback job. Point reads skip that extra
-    /// round trip to the connection thread.
-    may_be_in_tx: bool,
     /// Jobs run without the statement deadline (migrations).
     unlimited: bool,
 }
 
+/// Releases the write gate once the writer is back in autocommit mode: the job rolls back
+/// whatever transaction is open there, then drops the gate. Jobs run in order, so it runs after
+/// every job its owner queued. Without a writer (closed pool) the gate goes at once: the
+/// writer's connection closes, which rolls back.
+fn release_gate_after_rollback(pool: &Pool, gate: OwnedMutexGuard<()>) {
+    let Ok(writer) = pool.writer() else { return };
+    let cleanup: Job = Box::new(move |conn| {
+        if !conn.is_autocommit()
+            && let Err(e) = conn.execute_batch("ROLLBACK")
+        {
+            tracing::warn!("rollback of an abandoned SQLite write transaction failed: {e}");
+        }
+        drop(gate);
+    });
+    // A failed send drops the job, and the gate with it: the writer thread is gone.
+    let _ = writer.send(cleanup);
+}
+
 impl Drop for Conn {
     fn drop(&mut self) {
-        if let Some(worker) = self.worker.take() {
-            if !self.may_be_in_tx {
-                if !self.pool.closed.load(Ordering::SeqCst) {
-                    self.pool.idle().push(worker);
-                }
-                drop(self.permit.take());
-                return;
-            }
-            // Whatever happened (an open transaction, a cancelled `begin`), leave the connection
-            // in autocommit mode for the next user. The gate is released only after the rollback.
-            let gate = self.gate.take();
-            let cleanup: Job = Box::new(move |conn| {
-                if !conn.is_autocommit()
-                    && let Err(e) = conn.execute_batch("ROLLBACK")
-                {
-                    tracing::warn!("rollback of a dropped SQLite connection failed: {e}");
-                }
-                drop(gate);
-            });
-            if worker.send(cleanup).is_ok() && !self.pool.closed.load(Ordering::SeqCst) {
-                self.pool.idle().push(worker);
-            }
+        if let Some(gate) = self.gate.take() {
+            release_gate_after_rollback(&self.pool, gate);
+        }
+        // The pooled connection never holds a transaction (see the module docs): straight back.
+        if let Some(worker) = self.worker.take()
+            && !self.pool.closed.load(Ordering::SeqCst)
+        {
+            self.pool.idle().push(worker);
         }
         // Released after the worker is back in `idle`, keeping permits <= idle workers.
         drop(self.permit.take());
+    }
+}
+
+/// A `begin` in flight: if its future is dropped before the transaction is open, the gate is
+/// handed to a rollback job on the writer, undoing a `BEGIN` that may still run.
+struct BeginGuard<'p> {
+    pool: &'p Pool,
+    gate: Option<OwnedMutexGuard<()>>,
+}
+
+impl Drop for BeginGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(gate) = self.gate.take() {
+            release_gate_after_rollback(self.pool, gate);
+        }
     }
 }
 
@@ -372,14 +408,43 @@ impl Conn {
         self.unlimited = unlimited;
     }
 
-    /// Run `f` on the connection's thread and wait for its answer. The statement deadline is
-    /// armed when the job starts (not when it is queued); the worker disarms it afterwards.
+    /// The writer inside a transaction, else the pooled connection.
+    fn current(&self) -> Result<Current<'_>, StoreError> {
+        if self.in_tx {
+            Ok(Current::Writer(self.pool.writer()?))
+        } else {
+            self.worker.as_ref().map(Current::Pooled).ok_or(StoreError::Closed)
+        }
+    }
+
+    /// Run `f` on the thread of the connection this `Conn` uses now ([`Conn::current`]).
     async fn run<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        let worker = self.worker.as_ref().ok_or(StoreError::Closed)?;
+        let current = self.current()?;
+        self.run_on(&current, f).await
+    }
+
+    /// Run `f` on the writer's thread; the caller holds the gate (in a transaction, or moved
+    /// into `f`).
+    async fn run_on_writer<R, F>(&self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        let writer = self.pool.writer()?;
+        self.run_on(&writer, f).await
+    }
+
+    /// Run `f` on `worker`'s thread and wait for its answer. The statement deadline is armed
+    /// when the job starts (not when it is queued); the worker disarms it afterwards.
+    async fn run_on<R, F>(&self, worker: &Worker, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
         let limit = if self.unlimited { Duration::ZERO } else { self.pool.statement_timeout };
         let deadline = worker.deadline.clone();
@@ -407,13 +472,12 @@ impl Conn {
     pub(crate) async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
         let gate = self.gate_for_write().await?;
         let (sql, params) = (sql.to_owned(), params.to_vec());
-        self.run(move |conn| {
+        self.run_on_writer(move |conn| {
             let r = prepare(conn, &sql).and_then(|mut st| {
                 bind(&mut st, &params)?;
                 run_bound(conn, &mut st)
             });
-            drop(gate);
-            r
+            end_gated_write(conn, gate, r)
         })
         .await
     }
@@ -461,7 +525,8 @@ impl Conn {
         params: &[Value],
         types: &[ValueType],
     ) -> Option<Result<Vec<Vec<Value>>, StoreError>> {
-        let worker = self.worker.as_ref()?;
+        let current = self.current().ok()?;
+        let worker: &Worker = &current;
         if worker.pending.load(Ordering::SeqCst) != 0 {
             return None;
         }
@@ -498,8 +563,13 @@ impl Conn {
     ) -> Result<u64, StoreError> {
         let (sql, params, types) = (sql.to_owned(), params.to_vec(), types.to_vec());
         let err_tx = tx.clone();
-        let deadline = self.worker.as_ref().map(|w| w.deadline.clone()).ok_or(StoreError::Closed)?;
-        let r = self.run(move |conn| stream_rows(conn, &sql, &params, &types, tx, &deadline)).await;
+        let r = match self.current() {
+            Ok(current) => {
+                let deadline = current.deadline.clone();
+                self.run_on(&current, move |conn| stream_rows(conn, &sql, &params, &types, tx, &deadline)).await
+            }
+            Err(e) => Err(e),
+        };
         if let Err(e) = &r {
             // Errors raised on the thread were sent there already; this covers `Closed`.
             if matches!(e, StoreError::Closed) {
@@ -511,13 +581,10 @@ impl Conn {
 
     pub(crate) async fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
         let gate = self.gate_for_write().await?;
-        // A batch may hold its own BEGIN.
-        self.may_be_in_tx = true;
         let sql = sql.to_owned();
-        self.run(move |conn| {
+        self.run_on_writer(move |conn| {
             let r = conn.execute_batch(&sql).map_err(StoreError::from);
-            drop(gate);
-            r
+            end_gated_write(conn, gate, r)
         })
         .await
     }
@@ -525,7 +592,7 @@ impl Conn {
     pub(crate) async fn execute_many(&mut self, sql: &str, rows: Vec<Vec<Value>>) -> Result<u64, StoreError> {
         let gate = self.gate_for_write().await?;
         let sql = sql.to_owned();
-        self.run(move |conn| {
+        self.run_on_writer(move |conn| {
             let r = (|| {
                 let mut st = prepare(conn, &sql)?;
                 let mut total = 0;
@@ -535,33 +602,17 @@ impl Conn {
                 }
                 Ok(total)
             })();
-            drop(gate);
-            r
+            end_gated_write(conn, gate, r)
         })
         .await
     }
 
-    /// Under the write gate: swap this `Conn`'s connection for the last writer's if that one
-    /// is idle and ours has nothing queued (so no job of ours is left behind on it). The idle
-    /// list keeps its length, so the permits still match it.
-    fn take_writer_connection(&mut self) {
-        let Some(mine) = self.worker.as_mut() else { return };
-        let writer = self.pool.writer.load(Ordering::Relaxed);
-        if mine.index != writer && mine.pending.load(Ordering::SeqCst) == 0 {
-            let mut idle = self.pool.idle();
-            if let Some(w) = idle.iter_mut().find(|w| w.index == writer) {
-                std::mem::swap(w, mine);
-            }
-        }
-        self.pool.writer.store(mine.index, Ordering::Relaxed);
-    }
-
     pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
         let gate = self.lock_gate().await?;
-        self.take_writer_connection();
-        self.may_be_in_tx = true;
-        self.run(|conn| conn.execute_batch("BEGIN IMMEDIATE").map_err(StoreError::from)).await?;
-        self.gate = Some(gate);
+        let mut guard = BeginGuard { pool: &self.pool, gate: Some(gate) };
+        let writer = self.pool.writer()?;
+        self.run_on(&writer, |conn| conn.execute_batch("BEGIN IMMEDIATE").map_err(StoreError::from)).await?;
+        self.gate = guard.gate.take();
         self.in_tx = true;
         Ok(())
     }
@@ -589,17 +640,62 @@ impl Conn {
                 conn.execute_batch("ROLLBACK").map_err(StoreError::from)
             })
             .await;
-        self.end_tx();
-        // Unknown state: let `drop` try once more.
-        self.may_be_in_tx = r.is_err();
+        match &r {
+            Ok(()) => self.end_tx(),
+            // Unknown state: the rollback job that releases the gate tries once more.
+            Err(_) => {
+                self.in_tx = false;
+                if let Some(gate) = self.gate.take() {
+                    release_gate_after_rollback(&self.pool, gate);
+                }
+            }
+        }
         r
     }
 
     fn end_tx(&mut self) {
         self.in_tx = false;
-        self.may_be_in_tx = false;
         self.gate = None;
     }
+}
+
+/// The connection a `Conn`'s statement runs on.
+enum Current<'c> {
+    Pooled(&'c Worker),
+    Writer(Arc<Worker>),
+}
+
+impl std::ops::Deref for Current<'_> {
+    type Target = Worker;
+
+    fn deref(&self) -> &Worker {
+        match self {
+            Current::Pooled(w) => w,
+            Current::Writer(w) => w,
+        }
+    }
+}
+
+/// The end of a write outside a transaction, on the writer's thread: the writer must be in
+/// autocommit mode when the gate goes (the `Conn`'s later reads run on its pooled connection
+/// and would not see an open transaction, and the next gate holder would inherit it), so a
+/// statement or batch that opened one (`BEGIN` by hand) is undone and refused.
+fn end_gated_write<R>(
+    conn: &Connection,
+    gate: Option<OwnedMutexGuard<()>>,
+    r: Result<R, StoreError>,
+) -> Result<R, StoreError> {
+    let Some(gate) = gate else { return r };
+    let r = if conn.is_autocommit() {
+        r
+    } else {
+        if let Err(e) = conn.execute_batch("ROLLBACK") {
+            tracing::warn!("rollback of a transaction left open by a batch failed: {e}");
+        }
+        r.and(Err(StoreError::Database("a statement outside begin/commit left a transaction open; use begin".into())))
+    };
+    drop(gate);
+    r
 }
 
 fn prepare<'c>(conn: &'c Connection, sql: &str) -> Result<rusqlite::CachedStatement<'c>, StoreError> {
