@@ -505,9 +505,16 @@ impl<S: Store> Catalogue<S> {
         let (dir, name) = Self::split_sequence(&s.cwd, seq)?;
         let who = s.principal.clone();
         let mut conn = self.conn(s).await?;
-        let c = conn.collection(&dir).await?.ok_or_else(|| Error::NotASequence(format!("{dir}/{name}")))?;
-        Self::check(&mut conn, &who, &c, WRITE).await?;
-        conn.next_sequence(c.id, &name).await?.ok_or_else(|| Error::NotASequence(format!("{dir}/{name}")))
+        // `UPDATE … RETURNING` is a write: it goes through the write path like every other one
+        // (on SQLite, the reserved writer connection under the write gate).
+        conn.start_write().await?;
+        let r = async {
+            let c = conn.collection(&dir).await?.ok_or_else(|| Error::NotASequence(format!("{dir}/{name}")))?;
+            Self::check(&mut conn, &who, &c, WRITE).await?;
+            conn.next_sequence(c.id, &name).await?.ok_or_else(|| Error::NotASequence(format!("{dir}/{name}")))
+        }
+        .await;
+        conn.finish_write(r).await
     }
 
     pub async fn sequence_remove(&self, s: &mut Session<S>, seq: &str) -> Result<()> {
