@@ -10,14 +10,21 @@ import json
 import sys
 from pathlib import Path
 
-SCENARIOS = ["ping", "get", "add", "bulkget", "query", "update"]
+SCENARIOS = ["ping", "get", "add", "addbulk", "bulkget", "query", "update"]
+# Scenarios whose operations carry many entries (entries/s shown beside ops/s).
+MANY = ("addbulk", "bulkget", "query")
 BACKEND_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
-# (protocol, dds) variants in display order.
-VARIANTS = [("tcp", None), ("soap", "on"), ("soap", "off")]
+# (protocol, dds) variants in display order; "on/close" is DDS on with a new HTTP connection per
+# request (`--keep-alive off`).
+VARIANTS = [("tcp", None), ("soap", "on"), ("soap", "off"), ("soap", "on/close")]
 
 
 def variant_name(protocol: str, dds: str | None) -> str:
-    return "TCP" if protocol == "tcp" else f"SOAP (DDS {dds})"
+    if protocol == "tcp":
+        return "TCP"
+    if dds == "on/close":
+        return "SOAP (DDS on, keep-alive off)"
+    return f"SOAP (DDS {dds})"
 
 
 def fmt_num(x: float | None) -> str:
@@ -47,7 +54,10 @@ class Index:
     def __init__(self, results: dict):
         self.points = {}
         for p in results.get("points", []):
-            self.points[(p["backend"], p["protocol"], p.get("dds"), p["scenario"], p["connections"])] = p
+            dds = p.get("dds")
+            if p.get("keep_alive") is False:
+                dds = f"{dds}/close"
+            self.points[(p["backend"], p["protocol"], dds, p["scenario"], p["connections"])] = p
         self.backends = [b for b in results["meta"]["plan"]["backends"]
                          if any(k[0] == b for k in self.points)] or results["meta"]["plan"]["backends"]
         self.connections = sorted({k[4] for k in self.points}) or results["meta"]["plan"]["connections"]
@@ -98,7 +108,7 @@ def render_md(results: dict) -> str:
                                                        for b in ix.backends for c in ix.connections)]
         if not variants:
             continue
-        many = scenario in ("bulkget", "query")
+        many = scenario in MANY
         header = ["protocol", "conns"]
         for b in ix.backends:
             n = BACKEND_NAMES.get(b, b)
@@ -147,7 +157,10 @@ def render_md(results: dict) -> str:
 SCENARIO_TEXT = {
     "ping": "`pwd` over TCP, `ping` over SOAP: the per-request cost of protocol, session and framing.",
     "get": "All 60 attributes of one random entry of `/bench` (`getattr` / `getAttributes`).",
-    "add": "`addentry` of a new entry with 60 values into `/bench_add` (one transaction each; TCP only).",
+    "add": "A new entry with 60 values into `/bench_add`: `addentry` over TCP, `createEntry` over SOAP (one "
+           "transaction each).",
+    "addbulk": "100 new entries of 60 values into `/bench_add` per operation: `upload` + 100 `put` + `commit` "
+               "over TCP, one `createEntry` of 100 entries over SOAP (one transaction each).",
     "bulkget": "All 60 attributes of the 1,000 entries of `/bench1k` in one request "
                "(`getattr /bench1k …` / `getAttributes` of the collection).",
     "query": "`selectattr /bench:FILE /bench:a0 '/bench:a0 > X and /bench:a1 < Y'` over unindexed "
@@ -204,7 +217,7 @@ def ratios(ix: Index) -> list[str]:
 
     L += ["### TCP vs SOAP", "", "ops/s over TCP ÷ ops/s over SOAP (DDS on), per scenario and connections.", ""]
     rows = []
-    for s in ["ping", "get", "bulkget"]:
+    for s in ["ping", "get", "add", "addbulk", "bulkget"]:
         for c in ix.connections:
             rows.append([s, str(c)] + [fmt_ratio(ix.ops(b, "tcp", None, s, c), ix.ops(b, "soap", "on", s, c))
                                        for b in ix.backends])
@@ -235,11 +248,24 @@ def ratios(ix: Index) -> list[str]:
     L += ["### SOAP differential deserialization (DDS) on vs off", "",
           "SOAP ops/s with `--soap-dds on` ÷ with `--soap-dds off` (server restarted in between, same data).", ""]
     rows = []
-    for s in ["ping", "get", "bulkget"]:
+    for s in ["ping", "get", "add", "addbulk", "bulkget"]:
         for c in ix.connections:
             rows.append([s, str(c)] + [fmt_ratio(ix.ops(b, "soap", "on", s, c), ix.ops(b, "soap", "off", s, c))
                                        for b in ix.backends])
     L += table(["scenario", "conns"] + names, rows) + [""]
+
+    rows = []
+    for s in ["ping", "get", "bulkget"]:
+        for c in ix.connections:
+            if any(ix.ops(b, "soap", "on/close", s, c) for b in ix.backends):
+                rows.append([s, str(c)] + [fmt_ratio(ix.ops(b, "soap", "on", s, c),
+                                                     ix.ops(b, "soap", "on/close", s, c)) for b in ix.backends])
+    if rows:
+        L += ["### SOAP keep-alive on vs off", "",
+              "SOAP ops/s (DDS on) over persistent HTTP connections ÷ with a new connection per request "
+              "(`--keep-alive off`; up to 16 connections, beyond that the closed sockets would exhaust the "
+              "loopback's ports).", ""]
+        L += table(["scenario", "conns"] + names, rows) + [""]
     return L
 
 
@@ -361,7 +387,7 @@ def plot(results: dict, out: Path) -> list[Path]:
     ix = Index(results)
     files = []
     styles = {("tcp", None): ("tab:blue", "-", "o"), ("soap", "on"): ("tab:orange", "--", "s"),
-              ("soap", "off"): ("tab:red", ":", "^")}
+              ("soap", "off"): ("tab:red", ":", "^"), ("soap", "on/close"): ("tab:brown", "-.", "v")}
     fig, axes = plt.subplots(len(ix.backends), len(SCENARIOS), figsize=(4 * len(SCENARIOS), 3.4 * len(ix.backends)),
                              squeeze=False)
     echo = sorted(results.get("echo", []), key=lambda e: e["connections"])

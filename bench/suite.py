@@ -38,9 +38,13 @@ PASSWORD = "bench-suite-root"
 ATTRS = [f"a{i}" for i in range(60)]
 # `update` (update by query) last: it changes a2 of /bench entries, which no earlier scenario
 # depends on; SOAP has no update by query.
-TCP_SCENARIOS = ["ping", "get", "add", "bulkget", "query", "update"]
-# The load generator's SOAP client has ping, get and bulkget (getAttributes of /bench1k).
-SOAP_SCENARIOS = ["ping", "get", "bulkget"]
+TCP_SCENARIOS = ["ping", "get", "add", "addbulk", "bulkget", "query", "update"]
+# SOAP: ping, getAttributes of one entry and of /bench1k, createEntry of 1 and of 100 entries.
+SOAP_SCENARIOS = ["ping", "get", "add", "addbulk", "bulkget"]
+# SOAP with a new HTTP connection per request (`--keep-alive off`), at up to this many
+# connections: beyond, the sockets left in TIME_WAIT would exhaust the loopback's ports.
+CLOSE_SCENARIOS = ["ping", "get", "bulkget"]
+CLOSE_MAX_CONNECTIONS = 16
 SIZE_SCENARIOS = ["get", "query"]
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres"
 
@@ -285,7 +289,7 @@ class Suite:
                 "--login", "root"]
 
     def bench(self, scenario: str, protocol: str, connections: int, entries: int, duration: float | None = None,
-              setup: bool = False) -> dict:
+              setup: bool = False, keep_alive: bool = True) -> dict:
         assert self.server is not None
         duration = self.plan.duration if duration is None else duration
         port = self.server.tcp_port if protocol == "tcp" else self.server.http_port
@@ -294,6 +298,8 @@ class Suite:
                                         "--entries", entries, "--json"]
         if setup:
             cmd.append("--setup")
+        if not keep_alive:
+            cmd += ["--keep-alive", "off"]
         # Connecting and logging in many clients, and a slow last operation, come on top.
         timeout = duration + 120 + connections + (entries / 200 if setup else 0)
         p = run(cmd, timeout, env=self.client_env())
@@ -317,12 +323,16 @@ class Suite:
             s += f" ({r['errors']} errors: {r.get('first_error', '')[:120]})"
         return s
 
-    def matrix(self, backend: str, protocol: str, scenarios: list[str], dds: str | None) -> None:
+    def matrix(self, backend: str, protocol: str, scenarios: list[str], dds: str | None,
+               keep_alive: bool = True) -> None:
         for scenario in scenarios:
             for c in self.plan.connections:
-                label = f"{backend} {protocol}{'' if dds is None else ' dds=' + dds} {scenario} c={c}"
+                if not keep_alive and c > CLOSE_MAX_CONNECTIONS:
+                    continue
+                label = (f"{backend} {protocol}{'' if dds is None else ' dds=' + dds}"
+                         f"{'' if keep_alive else ' keep-alive=off'} {scenario} c={c}")
                 try:
-                    r = self.bench(scenario, protocol, c, self.plan.entries)
+                    r = self.bench(scenario, protocol, c, self.plan.entries, keep_alive=keep_alive)
                 except Exception as e:  # noqa: BLE001 (a failed point is recorded, the run goes on)
                     self.record_error(label, e)
                     continue
@@ -378,6 +388,7 @@ class Suite:
             loaded = self.plan.entries
             self.matrix(backend, "tcp", TCP_SCENARIOS, None)
             self.matrix(backend, "soap", SOAP_SCENARIOS, "on")
+            self.matrix(backend, "soap", CLOSE_SCENARIOS, "on", keep_alive=False)
             if backend == self.plan.backends[0]:
                 self.wire_bytes(backend)
             self.start_server(url, "off", backend)
