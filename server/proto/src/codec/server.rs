@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{DEFAULT_MAX_LINE, LineScanner, line_text, put_u64};
+use super::{DEFAULT_MAX_LINE, LineScanner, Stops, line_text, put_u64};
 use crate::error::{LineFault, ProtoError};
 use crate::escape::{NULL_TOKEN, escape_value, first_framing_byte, is_framing_byte};
 use crate::handshake::Greeting;
@@ -99,7 +99,7 @@ impl Decoder for ServerCodec {
     type Error = ProtoError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<ClientFrame>, ProtoError> {
-        let Some(at) = self.scanner.find(src, 0, |b| b == b'\n' || b == CAN)? else {
+        let Some(at) = self.scanner.find(src, 0, Stops::Two(b'\n', CAN))? else {
             return Ok(None);
         };
         if src[at] == CAN {
