@@ -196,7 +196,18 @@ pub fn push_float(out: &mut String, f: f64) {
         return;
     }
     let mut buf = zmij::Buffer::new();
-    let text = buf.format_finite(f.abs()).as_bytes();
+    let text = buf.format_finite(f.abs());
+    // Fast path: fixed notation with at most 15 digits is `Display`'s text but for a trailing
+    // `.0`; and with at most 15 significant digits no halfway case exists (two 15-digit
+    // candidates are farther apart than the round-trip interval is wide).
+    if text.len() <= 16 && !text.contains('e') {
+        if f.is_sign_negative() {
+            out.push('-');
+        }
+        out.push_str(text.strip_suffix(".0").unwrap_or(text));
+        return;
+    }
+    let text = text.as_bytes();
     // `text` is `digits[.digits][e[-]digits]`: gather the significant digits and the position of
     // the decimal point relative to the first of them (value = 0.DIGITS × 10^point).
     let (mantissa, exp) = match text.iter().position(|&b| b == b'e') {
