@@ -165,6 +165,11 @@ impl<'a> Encoder<ReplyPiece<'a>> for ServerCodec {
                     match (v.as_deref(), escape) {
                         (None, true) => dst.put_slice(NULL_TOKEN.as_bytes()),
                         (None, false) => {}
+                        // Every framing byte is a control byte: one comparison per byte for the
+                        // common value that has none.
+                        (Some(s), escape) if !s.bytes().any(|b| b < 0x20 || (escape && b == b'\\')) => {
+                            dst.put_slice(s.as_bytes())
+                        }
                         (Some(s), true) if s.bytes().any(|b| b == b'\\' || is_framing_byte(b)) => {
                             dst.put_slice(escape_value(Some(s)).as_bytes())
                         }
@@ -246,6 +251,12 @@ mod tests {
             Ok(ClientFrame::Invalid(LineFault::InvalidUtf8 { valid_up_to: 3 })),
             line("last"),
         ]
+    }
+
+    /// `Values` skips the framing check for a value without control bytes.
+    #[test]
+    fn framing_bytes_are_control_bytes() {
+        assert!((0..=255u8).filter(|&b| crate::escape::is_framing_byte(b)).all(|b| b < 0x20));
     }
 
     #[test]
