@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{DEFAULT_MAX_LINE, LineScanner, line_text};
+use super::{DEFAULT_MAX_LINE, LineScanner, Stops, line_text};
 use crate::error::{LineFault, ProtoError};
 use crate::escape::first_framing_byte;
 use crate::handshake::{ClientOptions, LoginContext, PROTOCOL_VERSION};
@@ -87,7 +87,7 @@ impl ClientCodec {
     }
 
     fn decode_cancel(&mut self, src: &mut BytesMut) -> Result<Option<ReplyFrame>, ProtoError> {
-        let Some(at) = self.scanner.find(src, 1, |b| b == b'\n' || b == EOT)? else {
+        let Some(at) = self.scanner.find(src, 1, Stops::Two(b'\n', EOT))? else {
             return Ok(None);
         };
         // Without a newline the EOT belongs to the terminator and stays for the next frame.
@@ -101,17 +101,19 @@ impl ClientCodec {
     }
 
     fn decode_line(&mut self, src: &mut BytesMut) -> Result<Option<ReplyFrame>, ProtoError> {
-        let Some(at) = self.scanner.find(src, 0, |b| b == b'\n' || b == EOT || b == CAN)? else {
+        let Some(at) = self.scanner.find(src, 0, Stops::Three(b'\n', EOT, CAN))? else {
             return Ok(None);
         };
         // A control byte without a preceding newline still ends the line: a server that hit an
         // error mid-row must not leave us waiting for a newline that never comes.
         let consumed = if src[at] == b'\n' { at + 1 } else { at };
-        let line = src.split_to(consumed);
-        Ok(Some(match line_text(&line[..at]) {
+        // Copy the text out and advance: splitting a `BytesMut` off per line costs more.
+        let frame = match line_text(&src[..at]) {
             Ok(text) => ReplyFrame::Line(text),
             Err(fault) => ReplyFrame::Invalid(fault),
-        }))
+        };
+        src.advance(consumed);
+        Ok(Some(frame))
     }
 }
 

@@ -20,6 +20,13 @@ use crate::error::{LineFault, ProtoError};
 /// connection.
 pub const DEFAULT_MAX_LINE: usize = 1024 * 1024;
 
+/// The bytes that end a line for [`LineScanner::find`] (searched with `memchr`).
+#[derive(Debug, Clone, Copy)]
+enum Stops {
+    Two(u8, u8),
+    Three(u8, u8, u8),
+}
+
 /// Finds the end of the current line while enforcing the length limit.
 ///
 /// Remembers how far it already looked so a slowly arriving long line is scanned once, not once
@@ -36,21 +43,21 @@ impl LineScanner {
         Self { max_line, scanned: 0, failed: false }
     }
 
-    /// Offset of the first byte matching `stop` at or after `from`, looking no further than
-    /// `max_line` bytes past `from`. `Ok(None)` means "need more bytes".
-    fn find(
-        &mut self,
-        src: &mut BytesMut,
-        from: usize,
-        stop: impl Fn(u8) -> bool,
-    ) -> Result<Option<usize>, ProtoError> {
+    /// Offset of the first of the bytes `stops` (two or three) at or after `from`, looking no
+    /// further than `max_line` bytes past `from`. `Ok(None)` means "need more bytes".
+    fn find(&mut self, src: &mut BytesMut, from: usize, stops: Stops) -> Result<Option<usize>, ProtoError> {
         if self.failed {
             return Err(self.too_long());
         }
         let last_allowed = from.saturating_add(self.max_line);
         let window_end = src.len().min(last_allowed.saturating_add(1));
         let start = self.scanned.max(from).min(window_end);
-        match src[start..window_end].iter().position(|&b| stop(b)) {
+        let window = &src[start..window_end];
+        let found = match stops {
+            Stops::Two(a, b) => memchr::memchr2(a, b, window),
+            Stops::Three(a, b, c) => memchr::memchr3(a, b, c, window),
+        };
+        match found {
             Some(rel) => {
                 // Every caller consumes through the found byte, so the next scan starts afresh.
                 self.scanned = 0;

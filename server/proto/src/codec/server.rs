@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{DEFAULT_MAX_LINE, LineScanner, line_text, put_u64};
+use super::{DEFAULT_MAX_LINE, LineScanner, Stops, line_text, put_u64};
 use crate::error::{LineFault, ProtoError};
 use crate::escape::{NULL_TOKEN, escape_value, first_framing_byte, is_framing_byte};
 use crate::handshake::Greeting;
@@ -99,7 +99,7 @@ impl Decoder for ServerCodec {
     type Error = ProtoError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<ClientFrame>, ProtoError> {
-        let Some(at) = self.scanner.find(src, 0, |b| b == b'\n' || b == CAN)? else {
+        let Some(at) = self.scanner.find(src, 0, Stops::Two(b'\n', CAN))? else {
             return Ok(None);
         };
         if src[at] == CAN {
@@ -165,6 +165,11 @@ impl<'a> Encoder<ReplyPiece<'a>> for ServerCodec {
                     match (v.as_deref(), escape) {
                         (None, true) => dst.put_slice(NULL_TOKEN.as_bytes()),
                         (None, false) => {}
+                        // Every framing byte is a control byte: one comparison per byte for the
+                        // common value that has none.
+                        (Some(s), escape) if !s.bytes().any(|b| b < 0x20 || (escape && b == b'\\')) => {
+                            dst.put_slice(s.as_bytes())
+                        }
                         (Some(s), true) if s.bytes().any(|b| b == b'\\' || is_framing_byte(b)) => {
                             dst.put_slice(escape_value(Some(s)).as_bytes())
                         }
@@ -246,6 +251,12 @@ mod tests {
             Ok(ClientFrame::Invalid(LineFault::InvalidUtf8 { valid_up_to: 3 })),
             line("last"),
         ]
+    }
+
+    /// `Values` skips the framing check for a value without control bytes.
+    #[test]
+    fn framing_bytes_are_control_bytes() {
+        assert!((0..=255u8).filter(|&b| crate::escape::is_framing_byte(b)).all(|b| b < 0x20));
     }
 
     #[test]

@@ -38,11 +38,11 @@ use futures::TryStreamExt;
 use sqlx::encode::IsNull;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::types::Oid;
-use sqlx::postgres::{PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo};
+use sqlx::postgres::{PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo, PgValueRef};
 use sqlx::query::Query;
 use sqlx::{
-    AssertSqlSafe, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr, Statement, TypeInfo,
-    ValueRef,
+    AssertSqlSafe, Decode, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr, Statement,
+    TypeInfo, ValueRef,
 };
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -427,40 +427,50 @@ impl Conn {
 
 fn decode_row(row: &PgRow, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
     check_types(row.len(), types)?;
-    types.iter().enumerate().map(|(i, t)| decode_value(row, i, *t)).collect()
+    // A plain loop into an exact-size Vec: collecting `Result`s grows the Vec by doubling.
+    let mut values = Vec::with_capacity(types.len());
+    for (i, t) in types.iter().enumerate() {
+        values.push(decode_value(row, i, *t)?);
+    }
+    Ok(values)
 }
 
+/// Decodes column `i` straight from its raw value (the column type was checked by name just
+/// before, so `try_get`'s second lookup and compatibility check are not needed).
 fn decode_value(row: &PgRow, i: usize, t: ValueType) -> Result<Value, StoreError> {
+    fn dec<'r, T: Decode<'r, Postgres>>(raw: PgValueRef<'r>, i: usize) -> Result<T, StoreError> {
+        T::decode(raw).map_err(|e| StoreError::decode(i, e.to_string()))
+    }
     let raw = row.try_get_raw(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
     if raw.is_null() {
         return Ok(Value::Null);
     }
-    let pg_type = raw.type_info().name().to_string();
-    let get_err = |e: sqlx::Error| StoreError::decode(i, e.to_string());
-    Ok(match (t, pg_type.as_str()) {
-        (ValueType::Int, "INT8") => Value::Int(row.try_get::<i64, _>(i).map_err(get_err)?),
-        (ValueType::Int, "INT4") => Value::Int(row.try_get::<i32, _>(i).map_err(get_err)?.into()),
-        (ValueType::Int, "INT2") => Value::Int(row.try_get::<i16, _>(i).map_err(get_err)?.into()),
-        (ValueType::Float, "FLOAT8") => Value::Float(row.try_get::<f64, _>(i).map_err(get_err)?),
-        (ValueType::Float, "FLOAT4") => Value::Float(row.try_get::<f32, _>(i).map_err(get_err)?.into()),
-        (ValueType::Float, "INT8") => Value::Float(row.try_get::<i64, _>(i).map_err(get_err)? as f64),
-        (ValueType::Float, "INT4") => Value::Float(row.try_get::<i32, _>(i).map_err(get_err)?.into()),
-        (ValueType::Float, "INT2") => Value::Float(row.try_get::<i16, _>(i).map_err(get_err)?.into()),
+    type Decoder = for<'r> fn(PgValueRef<'r>, usize) -> Result<Value, StoreError>;
+    let info = raw.type_info();
+    let decode: Decoder = match (t, info.name()) {
+        (ValueType::Int, "INT8") => |r, i| Ok(Value::Int(dec::<i64>(r, i)?)),
+        (ValueType::Int, "INT4") => |r, i| Ok(Value::Int(dec::<i32>(r, i)?.into())),
+        (ValueType::Int, "INT2") => |r, i| Ok(Value::Int(dec::<i16>(r, i)?.into())),
+        (ValueType::Float, "FLOAT8") => |r, i| Ok(Value::Float(dec::<f64>(r, i)?)),
+        (ValueType::Float, "FLOAT4") => |r, i| Ok(Value::Float(dec::<f32>(r, i)?.into())),
+        (ValueType::Float, "INT8") => |r, i| Ok(Value::Float(dec::<i64>(r, i)? as f64)),
+        (ValueType::Float, "INT4") => |r, i| Ok(Value::Float(dec::<i32>(r, i)?.into())),
+        (ValueType::Float, "INT2") => |r, i| Ok(Value::Float(dec::<i16>(r, i)?.into())),
         (ValueType::Text, "TEXT" | "VARCHAR" | "CHAR" | "NAME" | "UNKNOWN") => {
-            Value::Text(row.try_get::<String, _>(i).map_err(get_err)?)
+            |r, i| Ok(Value::Text(dec::<String>(r, i)?))
         }
-        (ValueType::Bool, "BOOL") => Value::Bool(row.try_get::<bool, _>(i).map_err(get_err)?),
-        (ValueType::Timestamp, "TIMESTAMP") => {
-            Value::Timestamp(row.try_get::<chrono::NaiveDateTime, _>(i).map_err(get_err)?)
-        }
+        (ValueType::Bool, "BOOL") => |r, i| Ok(Value::Bool(dec::<bool>(r, i)?)),
+        (ValueType::Timestamp, "TIMESTAMP") => |r, i| Ok(Value::Timestamp(dec::<chrono::NaiveDateTime>(r, i)?)),
         (ValueType::Timestamp, "TIMESTAMPTZ") => {
-            Value::Timestamp(row.try_get::<chrono::DateTime<chrono::Utc>, _>(i).map_err(get_err)?.naive_utc())
+            |r, i| Ok(Value::Timestamp(dec::<chrono::DateTime<chrono::Utc>>(r, i)?.naive_utc()))
         }
         (ValueType::Timestamp, "DATE") => {
-            Value::Timestamp(row.try_get::<chrono::NaiveDate, _>(i).map_err(get_err)?.and_time(chrono::NaiveTime::MIN))
+            |r, i| Ok(Value::Timestamp(dec::<chrono::NaiveDate>(r, i)?.and_time(chrono::NaiveTime::MIN)))
         }
         (t, other) => {
             return Err(StoreError::decode(i, format!("expected {}, found PostgreSQL {other}", type_name(t))));
         }
-    })
+    };
+    drop(info);
+    decode(raw, i)
 }
