@@ -900,6 +900,10 @@ impl<'a> RowStream<'a> {
 
     /// Reads the rest of the reply, discarding the lines; returns how many there were.
     pub async fn drain(&mut self) -> Result<u64> {
+        // The status line is read as text; the data lines after it are only counted, not copied
+        // out (the codec's discard mode ends with the reply's end marker).
+        self.wait_status().await?;
+        self.client.framed.codec_mut().discard_rest_of_reply();
         let mut n = 0;
         while self.next_line().await?.is_some() {
             n += 1;

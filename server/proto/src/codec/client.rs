@@ -48,12 +48,22 @@ pub enum ClientPiece<'a> {
 pub struct ClientCodec {
     scanner: LineScanner,
     protocol: u32,
+    /// Until the end of the current reply, lines are framed (and bounded) but their text is not
+    /// copied out: each comes as an empty `ReplyFrame::Line`. For callers that only count lines.
+    discard_lines: bool,
 }
 
 impl ClientCodec {
     /// `max_line` bounds one reply line in bytes, excluding the `\n`.
     pub fn new(max_line: usize) -> Self {
-        Self { scanner: LineScanner::new(max_line), protocol: PROTOCOL_VERSION }
+        Self { scanner: LineScanner::new(max_line), protocol: PROTOCOL_VERSION, discard_lines: false }
+    }
+
+    /// Discard the text of the remaining lines of the reply being read (they still arrive, as
+    /// empty `ReplyFrame::Line`s, so they can be counted). Ends by itself with the reply's end
+    /// marker.
+    pub fn discard_rest_of_reply(&mut self) {
+        self.discard_lines = true;
     }
 
     /// Protocol 1 servers end a reply with a single EOT; take the number from the greeting.
@@ -69,6 +79,7 @@ impl ClientCodec {
     fn decode_end(&mut self, src: &mut BytesMut) -> Result<Option<ReplyFrame>, ProtoError> {
         if self.protocol < 2 {
             src.advance(1);
+            self.discard_lines = false;
             return Ok(Some(ReplyFrame::End { session: None }));
         }
         let window_end = src.len().min(MAX_TERMINATOR_PAYLOAD + 2);
@@ -83,6 +94,7 @@ impl ClientCodec {
         };
         let session = parse_session(&src[1..1 + rel])?;
         src.advance(rel + 2);
+        self.discard_lines = false;
         Ok(Some(ReplyFrame::End { session }))
     }
 
@@ -108,9 +120,13 @@ impl ClientCodec {
         // error mid-row must not leave us waiting for a newline that never comes.
         let consumed = if src[at] == b'\n' { at + 1 } else { at };
         // Copy the text out and advance: splitting a `BytesMut` off per line costs more.
-        let frame = match line_text(&src[..at]) {
-            Ok(text) => ReplyFrame::Line(text),
-            Err(fault) => ReplyFrame::Invalid(fault),
+        let frame = if self.discard_lines {
+            ReplyFrame::Line(String::new())
+        } else {
+            match line_text(&src[..at]) {
+                Ok(text) => ReplyFrame::Line(text),
+                Err(fault) => ReplyFrame::Invalid(fault),
+            }
         };
         src.advance(consumed);
         Ok(Some(frame))
@@ -262,6 +278,26 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = SESSION.chunks(1).collect();
         assert_eq!(run(&mut ClientCodec::default(), &bytes), session_expected());
+    }
+
+    #[test]
+    fn discarded_lines_are_framed_and_bounded_until_the_end_marker() {
+        let mut codec = ClientCodec::new(8);
+        let mut buf = BytesMut::from(&b"0\nrow one\n\xc3\n\x182 stop\n\x04\x04next\n"[..]);
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(ReplyFrame::Line("0".into())));
+        codec.discard_rest_of_reply();
+        // Text (even text that is not UTF-8) comes as empty lines; CAN and the end are decoded.
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(ReplyFrame::Line(String::new())));
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(ReplyFrame::Line(String::new())));
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(ReplyFrame::Cancel { code: 2, message: "stop".into() }));
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(ReplyFrame::End { session: None }));
+        // The next reply's lines arrive whole again.
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(ReplyFrame::Line("next".into())));
+        // The line bound holds while discarding.
+        let mut codec = ClientCodec::new(8);
+        codec.discard_rest_of_reply();
+        let mut long = BytesMut::from(&b"a line longer than eight bytes\n"[..]);
+        assert!(codec.decode(&mut long).is_err());
     }
 
     #[test]
