@@ -28,8 +28,28 @@ pub struct Peer {
     pub subject: Option<String>,
 }
 
-impl Connected<IncomingStream<'_, TcpListener>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+/// The plain HTTP listener: every accepted socket gets TCP_NODELAY (as on the AMGA port and the
+/// TLS listener); without it the small tail of a streamed (chunked) response waited for the
+/// client's delayed ACK, ~40 ms.
+pub struct PlainListener(TcpListener);
+
+impl Listener for PlainListener {
+    type Io = TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, addr) = Listener::accept(&mut self.0).await;
+        let _ = stream.set_nodelay(true);
+        (stream, addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Listener::local_addr(&self.0)
+    }
+}
+
+impl Connected<IncomingStream<'_, PlainListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, PlainListener>) -> Self {
         Peer { addr: *stream.remote_addr(), subject: None }
     }
 }
@@ -127,7 +147,10 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
             let listener = TlsListener::new(listener, tls.http.clone(), timeout, shutdown.clone());
             axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await
         }
-        None => axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await,
+        None => {
+            let listener = PlainListener(listener);
+            axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await
+        }
     };
     if let Err(e) = result {
         tracing::error!(error = %e, "http server failed");
@@ -151,4 +174,21 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> String {
     }
     shared.metrics.render(&mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn plain_listener_sets_no_delay() {
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let mut listener = PlainListener(tcp);
+        assert_eq!(Listener::local_addr(&listener).unwrap(), addr);
+        let client = TcpStream::connect(addr).await.unwrap();
+        let (accepted, peer) = Listener::accept(&mut listener).await;
+        assert_eq!(peer, client.local_addr().unwrap());
+        assert!(accepted.nodelay().unwrap());
+    }
 }
