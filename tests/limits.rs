@@ -217,6 +217,31 @@ async fn handshake_and_idle_timeouts(b: Backend) {
     }
     assert!(idle.closed().await, "idle client not cut off");
     assert_eq!(ok(&mut busy, "whoami").await, vec!["root"]);
+
+    // A command that runs longer than the idle time (it waits for another session's uncommitted
+    // write) is not idleness: its client is answered and then served like any other.
+    let mut holder = srv.raw().await;
+    let mut waiter = srv.raw().await;
+    waiter.timeout = Duration::from_secs(15);
+    ok(&mut holder, "transaction").await;
+    ok(&mut holder, "createdir /held").await;
+    let waited = tokio::spawn(async move {
+        let t = Instant::now();
+        let (code, _) = waiter.lines("createdir /held").await;
+        (waiter, code, t.elapsed())
+    });
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(3500) {
+        assert_eq!(ok(&mut holder, "pwd").await, vec!["/"]);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    ok(&mut holder, "commit").await;
+    let (mut waiter, code, took) = waited.await.unwrap();
+    assert!(took > Duration::from_secs(2), "the write did not wait for the transaction ({took:?}, code {code})");
+    assert_ne!(code, 0, "created a directory that the other session had created");
+    // Only the idle timer is due when the next command comes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(ok(&mut waiter, "whoami").await, vec!["root"]);
 }
 
 async fn connection_limit(b: Backend) {

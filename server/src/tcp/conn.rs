@@ -214,7 +214,6 @@ async fn session<R, W>(
     // not a timer registration.
     let idle_timer = tokio::time::sleep(idle);
     tokio::pin!(idle_timer);
-    let mut last_active = Deadline::now();
     // The reader returned its end (EOF or a framing error): poll it no more.
     let mut reader_done = false;
     // Frames that arrived while a command ran (watched for CAN), with their size.
@@ -227,22 +226,26 @@ async fn session<R, W>(
                 Some(f)
             }
             None if reader_done => None,
-            None => loop {
-                tokio::select! {
-                    f = reader.next() => break f,
-                    () = &mut idle_timer => {
-                        let due = last_active + idle;
-                        if Deadline::now() >= due {
-                            tracing::debug!(%peer, "idle timeout");
-                            break None;
+            None => {
+                // Idleness counts from here, after the previous reply: a command that ran longer
+                // than the idle time was not idle.
+                let waiting_since = Deadline::now();
+                loop {
+                    tokio::select! {
+                        f = reader.next() => break f,
+                        () = &mut idle_timer => {
+                            let due = waiting_since + idle;
+                            if Deadline::now() >= due {
+                                tracing::debug!(%peer, "idle timeout");
+                                break None;
+                            }
+                            idle_timer.as_mut().reset(due);
                         }
-                        idle_timer.as_mut().reset(due);
+                        _ = shutdown.cancelled() => break None,
                     }
-                    _ = shutdown.cancelled() => break None,
                 }
-            },
+            }
         };
-        last_active = Deadline::now();
         if matches!(frame, None | Some(Err(_))) {
             reader_done = true;
         }
