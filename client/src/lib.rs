@@ -1,7 +1,8 @@
 //! Client side of ardacat: an async client for the AMGA-compatible TCP streaming protocol, a
 //! blocking wrapper, and the pieces the `ardacat` CLI is built from (config file, CSV, reply shapes,
-//! output formats, load generator). Framing, quoting and escaping come from `ardacat-proto`; this
-//! crate must not re-implement them, and it must not depend on the server's crates.
+//! output formats, load generator). Framing, quoting and escaping come from `ardacat-proto`, SOAP
+//! envelopes from `ardacat-soap` (the two wire-format crates client and server share); this crate
+//! must not re-implement them, and it must not depend on the server, core or store crates.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), ardacat_client::ClientError> {

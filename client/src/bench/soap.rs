@@ -1,18 +1,24 @@
 //! A deliberately tiny SOAP 1.1 client for the load generator: one HTTP/1.1 keep-alive connection
 //! (or, with keep-alive off, a new connection per request) over a raw tokio `TcpStream`, Basic
-//! auth, `Content-Length` or chunked responses. It builds only the requests the scenarios send:
+//! auth, `Content-Length` or chunked responses. It sends only the requests the scenarios send:
 //! `ping`, `getAttributes` (one entry for `get`, a whole collection for `bulkget`),
-//! `setAttributes` and `createEntry`; it must not grow into a general HTTP or XML library.
+//! `setAttributes` and `createEntry`. The envelopes come from the SOAP crate's request writer
+//! ([`ardacat_soap::write_request`]) and the Basic credentials from the `base64` crate; this
+//! module must not grow its own XML or base64, nor into a general HTTP library. Responses are
+//! not parsed: it counts elements and reads the one number or fault text it needs.
 
-use std::borrow::Cow;
-
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+pub use ardacat_soap::NAMESPACE;
+use ardacat_soap::{Attribute, Entry, Request, SoapVersion, write_request};
+
 use crate::error::{ClientError, Result};
 
-/// Namespace of the ardacat metadata service (see `wsdl/ardacat.wsdl`).
-pub const NAMESPACE: &str = "urn:ardacat:metadata:1";
+/// The SOAP version the load generator speaks (`text/xml`, `SOAPAction` header).
+const VERSION: SoapVersion = SoapVersion::V11;
 /// Largest response body accepted.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 /// Longest status or header line accepted.
@@ -27,6 +33,9 @@ pub struct SoapClient {
     authorization: Option<String>,
     keep_alive: bool,
     conn: Option<BufReader<TcpStream>>,
+    /// The last request's envelope and the whole HTTP request, kept to reuse their allocations.
+    envelope: Vec<u8>,
+    request: Vec<u8>,
 }
 
 /// One HTTP response.
@@ -41,8 +50,17 @@ pub struct Response {
 impl SoapClient {
     pub fn new(host: &str, port: u16, path: &str, login: &str, password: Option<&str>) -> SoapClient {
         let authorization = (!login.is_empty())
-            .then(|| format!("Basic {}", base64(format!("{login}:{}", password.unwrap_or("")).as_bytes())));
-        SoapClient { host: host.to_owned(), port, path: path.to_owned(), authorization, keep_alive: true, conn: None }
+            .then(|| format!("Basic {}", BASE64.encode(format!("{login}:{}", password.unwrap_or("")))));
+        SoapClient {
+            host: host.to_owned(),
+            port,
+            path: path.to_owned(),
+            authorization,
+            keep_alive: true,
+            conn: None,
+            envelope: Vec::new(),
+            request: Vec::new(),
+        }
     }
 
     /// With `false`, every request goes on a new connection with `Connection: close`.
@@ -67,12 +85,12 @@ impl SoapClient {
 
     /// `ping`: an empty request and response.
     pub async fn ping(&mut self) -> Result<()> {
-        self.call("ping", &format!("<ping xmlns=\"{NAMESPACE}\"/>")).await.map(drop)
+        self.call(&Request::Ping).await.map(drop)
     }
 
     /// `getAttributes` of one entry; returns the response body size in bytes.
     pub async fn get_attributes<S: AsRef<str>>(&mut self, entry: &str, attrs: &[S]) -> Result<usize> {
-        self.call("getAttributes", &get_attributes_body(entry, attrs)).await.map(|b| b.len())
+        self.call(&get_attributes(entry, attrs)).await.map(|b| b.len())
     }
 
     /// `setAttributes` of `pattern` (no condition): one `(name, value)` per attribute.
@@ -81,7 +99,8 @@ impl SoapClient {
         pattern: &str,
         pairs: &[(A, V)],
     ) -> Result<()> {
-        self.call("setAttributes", &set_attributes_body(pattern, pairs)).await.map(drop)
+        let attributes = pairs.iter().map(|(a, v)| Attribute::with_value(a.as_ref(), Some(v.as_ref()))).collect();
+        self.call(&Request::SetAttributes { pattern: pattern.to_owned(), condition: None, attributes }).await.map(drop)
     }
 
     /// `createEntry` of entries `(name, values)` in `schema`, value `k` of each for attribute
@@ -92,7 +111,7 @@ impl SoapClient {
         attrs: &[A],
         entries: &[(String, Vec<String>)],
     ) -> Result<u64> {
-        let body = self.call("createEntry", &create_entry_body(schema, attrs, entries)).await?;
+        let body = self.call(&create_entry(schema, attrs, entries)).await?;
         let text = String::from_utf8_lossy(&body);
         element_text(&text, "created")
             .and_then(|n| n.trim().parse().ok())
@@ -102,24 +121,31 @@ impl SoapClient {
     /// `getAttributes` of every entry a collection path (or pattern) designates; returns the
     /// number of `<entry>` elements in the response.
     pub async fn get_entries<S: AsRef<str>>(&mut self, pattern: &str, attrs: &[S]) -> Result<u64> {
-        self.call("getAttributes", &get_attributes_body(pattern, attrs)).await.map(|b| count_closing(&b, "entry"))
+        self.call(&get_attributes(pattern, attrs)).await.map(|b| count_closing(&b, "entry"))
     }
 
-    /// Posts one envelope; a SOAP fault or a non-2xx status is an error. A reused connection that
-    /// the server closed meanwhile is reopened once.
-    pub async fn call(&mut self, action: &str, body: &str) -> Result<Vec<u8>> {
-        let request = self.request(action, &envelope(body));
+    /// Posts one request; a SOAP fault or a non-2xx status is an error. A reused connection that
+    /// the server closed meanwhile is reopened once. A value XML cannot carry is refused before
+    /// anything is sent.
+    pub async fn call(&mut self, request: &Request) -> Result<Vec<u8>> {
+        self.envelope.clear();
+        write_request(VERSION, request, &mut self.envelope)
+            .map_err(|e| ClientError::InvalidArgument(format!("{}: {e}", request.operation())))?;
+        let mut bytes = std::mem::take(&mut self.request);
+        self.http_request(request.operation().soap_action(), &mut bytes);
         if !self.keep_alive {
             self.conn = None;
         }
         let reused = self.conn.is_some();
-        let response = match self.exchange(&request).await {
+        let response = match self.exchange(&bytes).await {
             Err(e) if reused && e.is_connection_lost() => {
                 self.conn = None;
-                self.exchange(&request).await
+                self.exchange(&bytes).await
             }
             other => other,
-        }?;
+        };
+        self.request = bytes;
+        let response = response?;
         if response.close || !self.keep_alive {
             self.conn = None;
         }
@@ -131,25 +157,27 @@ impl SoapClient {
         Err(ClientError::Server { code: i32::from(response.status), message })
     }
 
-    fn request(&self, action: &str, envelope: &str) -> Vec<u8> {
-        let mut head = format!(
-            "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: text/xml; charset=utf-8\r\n\
-             SOAPAction: \"{NAMESPACE}#{action}\"\r\nContent-Length: {}\r\nConnection: {}\r\n",
+    /// The HTTP request around the envelope last written, into `out` (cleared first).
+    fn http_request(&self, action: &str, out: &mut Vec<u8>) {
+        use std::io::Write;
+        out.clear();
+        // Writing into a Vec cannot fail.
+        let _ = write!(
+            out,
+            "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: {}\r\nSOAPAction: \"{action}\"\r\n\
+             Content-Length: {}\r\nConnection: {}\r\n",
             self.path,
             self.host,
             self.port,
-            envelope.len(),
+            VERSION.request_content_type(action),
+            self.envelope.len(),
             if self.keep_alive { "keep-alive" } else { "close" }
         );
         if let Some(auth) = &self.authorization {
-            head.push_str("Authorization: ");
-            head.push_str(auth);
-            head.push_str("\r\n");
+            let _ = write!(out, "Authorization: {auth}\r\n");
         }
-        head.push_str("\r\n");
-        let mut bytes = head.into_bytes();
-        bytes.extend_from_slice(envelope.as_bytes());
-        bytes
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.envelope);
     }
 
     async fn exchange(&mut self, request: &[u8]) -> Result<Response> {
@@ -246,50 +274,24 @@ pub async fn read_response(r: &mut BufReader<TcpStream>) -> Result<Response> {
     Ok(Response { status, body, close })
 }
 
-/// The body element of a `getAttributes` request.
-fn get_attributes_body<S: AsRef<str>>(entry: &str, attrs: &[S]) -> String {
-    let mut body = format!("<getAttributes xmlns=\"{NAMESPACE}\"><entryName>{}</entryName>", xml_escape(entry));
-    for a in attrs {
-        body.push_str("<attributeName>");
-        body.push_str(&xml_escape(a.as_ref()));
-        body.push_str("</attributeName>");
+/// A `getAttributes` request for one entry name or pattern.
+fn get_attributes<S: AsRef<str>>(entry: &str, attrs: &[S]) -> Request {
+    Request::GetAttributes {
+        entry_names: vec![entry.to_owned()],
+        attribute_names: attrs.iter().map(|a| a.as_ref().to_owned()).collect(),
     }
-    body.push_str("</getAttributes>");
-    body
 }
 
-/// The body element of a `setAttributes` request.
-fn set_attributes_body<A: AsRef<str>, V: AsRef<str>>(pattern: &str, pairs: &[(A, V)]) -> String {
-    let mut body = format!("<setAttributes xmlns=\"{NAMESPACE}\"><pattern>{}</pattern>", xml_escape(pattern));
-    for (a, v) in pairs {
-        push_attribute(&mut body, a.as_ref(), v.as_ref());
-    }
-    body.push_str("</setAttributes>");
-    body
-}
-
-/// The body element of a `createEntry` request.
-fn create_entry_body<A: AsRef<str>>(schema: &str, attrs: &[A], entries: &[(String, Vec<String>)]) -> String {
-    let mut body = format!("<createEntry xmlns=\"{NAMESPACE}\"><schemaName>{}</schemaName>", xml_escape(schema));
-    for (name, values) in entries {
-        body.push_str("<entry><name>");
-        body.push_str(&xml_escape(name));
-        body.push_str("</name>");
-        for (a, v) in attrs.iter().zip(values) {
-            push_attribute(&mut body, a.as_ref(), v);
-        }
-        body.push_str("</entry>");
-    }
-    body.push_str("</createEntry>");
-    body
-}
-
-fn push_attribute(body: &mut String, name: &str, value: &str) {
-    body.push_str("<attribute><name>");
-    body.push_str(&xml_escape(name));
-    body.push_str("</name><value>");
-    body.push_str(&xml_escape(value));
-    body.push_str("</value></attribute>");
+/// A `createEntry` request: value `k` of each entry for attribute `attrs[k]`.
+fn create_entry<A: AsRef<str>>(schema: &str, attrs: &[A], entries: &[(String, Vec<String>)]) -> Request {
+    let entries = entries
+        .iter()
+        .map(|(name, values)| Entry {
+            name: name.clone(),
+            attributes: attrs.iter().zip(values).map(|(a, v)| Attribute::with_value(a.as_ref(), Some(v))).collect(),
+        })
+        .collect();
+    Request::CreateEntry { schema_name: schema.to_owned(), entries }
 }
 
 /// The text of the first element named `local` (any prefix, no attributes), if any.
@@ -338,14 +340,6 @@ fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
 
-/// A SOAP 1.1 envelope around one body element.
-pub fn envelope(body: &str) -> String {
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
-         <soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>{body}</soap:Body></soap:Envelope>"
-    )
-}
-
 /// The text of `<faultstring>` in a SOAP fault, if there is one.
 pub fn fault_string(body: &str) -> Option<String> {
     let start = body.find("<faultstring")?;
@@ -354,58 +348,44 @@ pub fn fault_string(body: &str) -> Option<String> {
     Some(body[open_end..close].trim().to_owned())
 }
 
-/// Escapes text for an XML element.
-pub fn xml_escape(s: &str) -> Cow<'_, str> {
-    if !s.contains(['&', '<', '>']) {
-        return Cow::Borrowed(s);
-    }
-    Cow::Owned(s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"))
-}
-
-/// Standard base64 with padding (for the Basic auth header).
-pub fn base64(input: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
-    for chunk in input.chunks(3) {
-        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use tokio::net::TcpListener;
 
-    #[test]
-    fn base64_matches_rfc4648_vectors() {
-        for (plain, encoded) in
-            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("foobar", "Zm9vYmFy")]
-        {
-            assert_eq!(base64(plain.as_bytes()), encoded);
-        }
-        assert_eq!(base64(b"root:secret"), "cm9vdDpzZWNyZXQ=");
+    /// The Body's content of the envelope the client sends for `request`.
+    fn body(request: &Request) -> String {
+        let mut out = Vec::new();
+        write_request(VERSION, request, &mut out).expect("writable request");
+        let text = String::from_utf8(out).expect("UTF-8");
+        let start = text.find("<soap:Body>").expect("Body") + "<soap:Body>".len();
+        let end = text.rfind("</soap:Body>").expect("end of Body");
+        assert!(text.starts_with("<?xml"), "{text}");
+        assert!(text.contains("xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\""), "SOAP 1.1: {text}");
+        text[start..end].to_owned()
     }
 
     #[test]
-    fn write_request_bodies_and_created_count() {
+    fn request_bodies_and_created_count() {
         assert_eq!(
-            set_attributes_body("/bench/e1", &[("a0", "7"), ("a40", "R&D")]),
+            body(&get_attributes("/bench/e1", &["a0", "a1"])),
+            "<getAttributes xmlns=\"urn:ardacat:metadata:1\"><entryName>/bench/e1</entryName>\
+             <attributeName>a0</attributeName><attributeName>a1</attributeName></getAttributes>"
+        );
+        let set = Request::SetAttributes {
+            pattern: "/bench/e1".into(),
+            condition: None,
+            attributes: vec![Attribute::with_value("a0", Some("7")), Attribute::with_value("a40", Some("R&D"))],
+        };
+        assert_eq!(
+            body(&set),
             "<setAttributes xmlns=\"urn:ardacat:metadata:1\"><pattern>/bench/e1</pattern>\
              <attribute><name>a0</name><value>7</value></attribute>\
              <attribute><name>a40</name><value>R&amp;D</value></attribute></setAttributes>"
         );
         let entries = vec![("x1".to_string(), vec!["1".to_string(), "2.5".to_string()]), ("x2".into(), vec![])];
         assert_eq!(
-            create_entry_body("/bench_add", &["a0", "a20"], &entries),
+            body(&create_entry("/bench_add", &["a0", "a20"], &entries)),
             "<createEntry xmlns=\"urn:ardacat:metadata:1\"><schemaName>/bench_add</schemaName>\
              <entry><name>x1</name><attribute><name>a0</name><value>1</value></attribute>\
              <attribute><name>a20</name><value>2.5</value></attribute></entry>\
@@ -419,10 +399,20 @@ mod tests {
 
     #[test]
     fn faults_and_escaping() {
-        let body = "<soap:Fault><faultcode>soap:Client</faultcode><faultstring xml:lang=\"en\"> no such entry </faultstring></soap:Fault>";
-        assert_eq!(fault_string(body).as_deref(), Some("no such entry"));
+        let body_text = "<soap:Fault><faultcode>soap:Client</faultcode><faultstring xml:lang=\"en\"> no such entry </faultstring></soap:Fault>";
+        assert_eq!(fault_string(body_text).as_deref(), Some("no such entry"));
         assert_eq!(fault_string("<ok/>"), None);
-        assert_eq!(xml_escape("/a<b>&c"), "/a&lt;b&gt;&amp;c");
+        assert!(body(&get_attributes("/a<b>&c", &["x"])).contains("<entryName>/a&lt;b&gt;&amp;c</entryName>"));
+    }
+
+    #[tokio::test]
+    async fn a_value_xml_cannot_carry_is_refused_before_sending() {
+        // Port 1 on loopback: nothing listens, so any attempt to send would fail differently.
+        let mut client = SoapClient::new("127.0.0.1", 1, "/soap", "root", None);
+        match client.get_attributes("/bench/e\u{1}", &["a0"]).await {
+            Err(ClientError::InvalidArgument(message)) => assert!(message.contains("getAttributes"), "{message}"),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
     }
 
     #[test]
@@ -483,11 +473,12 @@ mod tests {
         assert!(head.starts_with("POST /soap HTTP/1.1\r\n"));
         assert!(head.contains("Authorization: Basic cm9vdDpzZWNyZXQ=\r\n"));
         assert!(head.contains("SOAPAction: \"urn:ardacat:metadata:1#getAttributes\""));
+        assert!(head.contains("Content-Type: text/xml; charset=utf-8\r\n"));
         assert!(body.contains(
             "<getAttributes xmlns=\"urn:ardacat:metadata:1\"><entryName>/bench/e1</entryName>\
              <attributeName>a0</attributeName><attributeName>a1</attributeName></getAttributes>"
         ));
-        assert!(requests[0].1.contains("<soap:Body><ping xmlns=\"urn:ardacat:metadata:1\"/></soap:Body>"));
+        assert!(requests[0].1.contains("<soap:Body><ping xmlns=\"urn:ardacat:metadata:1\"></ping></soap:Body>"));
         Ok(())
     }
 }
