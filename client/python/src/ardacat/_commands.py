@@ -138,7 +138,9 @@ def index_list(directory: str) -> Cmd[Dict[str, List[str]]]:
 
 
 def add_entry(path: str, attrs: Optional[Mapping[str, Any]], kw: Mapping[str, Any]) -> Cmd[None]:
-    return Cmd(["addentry", path] + _pairs_args(attrs, kw), _none)
+    # An attribute left out is NULL; the server reads a NULL argument as "" (so not sent).
+    merged = {k: v for k, v in {**dict(attrs or {}), **kw}.items() if v is not None}
+    return Cmd(["addentry", path] + _pairs_args(merged, {}), _none)
 
 
 def add_entries(paths: Sequence[str]) -> Cmd[None]:
@@ -149,6 +151,8 @@ def add_entries(paths: Sequence[str]) -> Cmd[None]:
 
 def set_attrs(pattern: str, attrs: Optional[Mapping[str, Any]], kw: Mapping[str, Any]) -> Cmd[None]:
     args = _pairs_args(attrs, kw)
+    if any(v is None for v in args[1::2]):
+        raise ValueError("set_attrs cannot set NULL: use clear_attrs")
     if not args:
         raise ValueError("set_attrs needs at least one attribute")
     return Cmd(["setattr", pattern] + args, _none)
