@@ -106,6 +106,8 @@ class Connection:
         self._proto: Optional[ClientProtocol] = None
         self._seq = 0
         self._lock = asyncio.Lock()
+        # The streamed reply that holds the lock until it ends or is closed.
+        self._holder: Optional[_Reply] = None
         self._schema: Dict[str, Dict[str, str]] = {}
         self.user: Optional[str] = None
 
@@ -138,7 +140,8 @@ class Connection:
                 warnings.warn(f"{s.host}:{s.port} does not offer TLS; connected in clear", stacklevel=4)
             if self._verify:
                 try:
-                    self.user = await self.whoami()
+                    # Not through the lock: resume() and reconnect() hold it already.
+                    self.user = C.whoami().parse(await self._values("whoami"))
                 except CommandError as e:
                     raise ConnectError(f"{s.host}:{s.port}: login refused: {e.code} {e.message}", code=e.code) from None
         except asyncio.TimeoutError:
@@ -184,12 +187,12 @@ class Connection:
         sid = self.session_id
         if sid is None:
             raise Error("no session to resume: connect with session=True")
-        async with self._lock:
+        async with self._locked():
             self._close_transport()
             await self._open(sid)
 
     async def reconnect(self) -> None:
-        async with self._lock:
+        async with self._locked():
             self._close_transport()
             await self._open(None)
 
@@ -232,6 +235,32 @@ class Connection:
             await wire.waiter
             wire.waiter = None
 
+    async def _acquire(self) -> None:
+        """Take the connection for one command. A stream still open in this same task (one
+        broken out of) is cancelled and its hold handed over; other tasks wait their turn."""
+        holder = self._holder
+        if holder is not None and holder.task is asyncio.current_task():
+            self._holder = None
+            holder.cancel_now()
+            return
+        await self._lock.acquire()
+
+    def _release(self) -> None:
+        self._lock.release()
+
+    def _release_from(self, reply: "_Reply") -> None:
+        if self._holder is reply:
+            self._holder = None
+            self._lock.release()
+
+    @contextlib.asynccontextmanager
+    async def _locked(self) -> AsyncIterator[None]:
+        await self._acquire()
+        try:
+            yield
+        finally:
+            self._release()
+
     async def _prepare(self) -> None:
         proto = self._proto
         if proto is None or proto.closed:
@@ -266,17 +295,17 @@ class Connection:
         return list(out)
 
     async def _run(self, cmd: "C.Cmd[T]") -> T:
-        async with self._lock:
+        async with self._locked():
             await self._prepare()
             assert self._proto is not None
             return cmd.parse(await self._values(self._proto.command_line(cmd.args)))
 
     async def execute(self, command: str) -> List[str]:
-        async with self._lock:
+        async with self._locked():
             return await self._collect(command)
 
     async def command(self, *args: Any) -> List[Optional[str]]:
-        async with self._lock:
+        async with self._locked():
             await self._prepare()
             assert self._proto is not None
             return await self._values(self._proto.command_line([format_value(a) for a in args]))
@@ -296,11 +325,20 @@ class Connection:
 
     async def _stream(self, args: Sequence[Optional[str]], convs: List[Optional[Converter]], named: bool,
                       columns: List[str]) -> "Rows[Any]":
-        async with self._lock:
+        await self._acquire()
+        try:
             await self._prepare()
             assert self._proto is not None
             reply = await self._start(self._proto.command_line(args))
+        except BaseException:
+            self._release()
+            raise
+        self._hold(reply)
         return Rows(reply, RowBuilder(convs, self.escape, named=named), columns)
+
+    def _hold(self, reply: "_Reply") -> None:
+        reply.task = asyncio.current_task()
+        self._holder = reply
 
     async def getattr(self, pattern: str, attrs: Sequence[str]) -> "Rows[Tuple[str, Tuple[Any, ...]]]":
         if isinstance(attrs, str):
@@ -324,21 +362,26 @@ class Connection:
         schemas: Dict[str, Dict[str, str]] = {}
         for path in (shape.tables.values() if shape else []):
             schemas[path] = await self._types_of(path, [])
-        async with self._lock:
+        await self._acquire()
+        try:
             reply = await self._start(statement)
-            if shape is None:
-                while await reply.next_batch() is not None:
-                    pass
-                return Rows(reply, RowBuilder([None], self.escape), [])
-            headers: List[str] = []
-            pending: List[str] = []
-            while len(headers) < shape.ncols:
-                batch = await reply.next_batch()
-                if batch is None:
-                    raise ProtocolError(f"SELECT reply ended inside its {shape.ncols} header lines")
-                take = shape.ncols - len(headers)
-                headers += batch[:take]
-                pending = batch[take:]
+        except BaseException:
+            self._release()
+            raise
+        self._hold(reply)
+        if shape is None:
+            while await reply.next_batch() is not None:
+                pass
+            return Rows(reply, RowBuilder([None], self.escape), [])
+        headers: List[str] = []
+        pending: List[str] = []
+        while len(headers) < shape.ncols:
+            batch = await reply.next_batch()
+            if batch is None:
+                raise ProtocolError(f"SELECT reply ended inside its {shape.ncols} header lines")
+            take = shape.ncols - len(headers)
+            headers += batch[:take]
+            pending = batch[take:]
         if self.escape:
             headers = [unescape_value(h) or "" for h in headers]
         convs: List[Optional[Converter]] = []
@@ -353,7 +396,7 @@ class Connection:
     async def upload(self, collection: str, attrs: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
         if isinstance(attrs, str):
             attrs = [attrs]
-        async with self._lock:
+        async with self._locked():
             await self._prepare()
             proto, wire = self._proto, self._wire
             assert proto is not None and wire is not None
@@ -553,6 +596,11 @@ class _Reply:
         self.seq = conn._seq
         self.done = False
         self.abort: Optional[Abort] = None
+        self.task: "Optional[asyncio.Task[Any]]" = None
+
+    def _finish(self) -> None:
+        self.done = True
+        self.conn._release_from(self)
 
     async def wait_status(self) -> None:
         ev = await self.conn._event()
@@ -579,15 +627,18 @@ class _Reply:
             if isinstance(ev, Abort):
                 self.abort = ev
             elif isinstance(ev, End):
-                self.done = True
+                self._finish()
                 if self.abort is not None:
                     raise CommandError(self.abort.code, self.abort.message, self.line)
                 return None
 
     def cancel_now(self) -> None:
-        """Send CAN without waiting (the next command drains the rest)."""
+        """Send CAN without waiting (the next command drains the rest) and let go of the
+        connection."""
         if self.done or self.conn._seq != self.seq or self.conn.closed:
+            self._finish()
             return
+        self._finish()
         proto, wire = self.conn._proto, self.conn._wire
         if proto is None or wire is None or wire.transport is None:
             return
@@ -600,12 +651,11 @@ class _Reply:
 
     async def close(self) -> None:
         if self.done or self.conn._seq != self.seq or self.conn.closed:
-            self.done = True
+            self._finish()
             return
-        self.done = True
         self.cancel_now()
-        while not isinstance(await self.conn._event(), End):
-            pass
+        async with self.conn._locked():
+            await self.conn._prepare()
 
     def __del__(self) -> None:
         if not self.done:
