@@ -269,6 +269,9 @@ class Connection:
             proto.send_cancel()
             while not isinstance(await self._event(), End):
                 pass
+        # Events of a reply whose end was parsed but never read are stale now.
+        while proto.next_event() is not None:
+            pass
 
     async def _start(self, line: str) -> "_Reply":
         await self._prepare()

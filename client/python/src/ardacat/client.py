@@ -228,6 +228,9 @@ class Connection:
             proto.send_cancel()
             while not isinstance(self._event(), End):
                 pass
+        # Events of a reply whose end was parsed but never read are stale now.
+        while proto.next_event() is not None:
+            pass
 
     # -- commands ------------------------------------------------------------------------------
     def _start(self, line: str) -> "_Reply":

@@ -108,6 +108,9 @@ class MDClient(MDInterface):
         conn = self._ensure()
         try:
             self._reply = conn._start(command)
+            # Read what has arrived: a reply without data ends here (and a session id in its
+            # end marker takes effect now, as in the original).
+            self._fill()
         except CommandError as e:
             self._reply = None
             self._after_reply(conn)
