@@ -183,9 +183,9 @@ def test_escape_round_trip(conn: ardacat.Connection, coll: str, server: Server) 
 def test_upload(conn: ardacat.Connection, coll: str) -> None:
     conn.addattr(coll, "n", "int")
     conn.addattr(coll, "s", "varchar(10)")
-    assert conn.upload(coll, ["n", "s"], ((f"r{i}", None if i % 3 == 0 else i, f"s{i}") for i in range(5000))) == 5000
+    assert conn.upload(coll, ["n", "s"], ((f"r{i}", i, f"s{i}") for i in range(5000))) == 5000
     rows = dict(conn.getattr(coll, ["n", "s"]))
-    assert len(rows) == 5000 and rows["r3"] == (None, "s3") and rows["r4"] == (4, "s4")
+    assert len(rows) == 5000 and rows["r3"] == (3, "s3") and rows["r4"] == (4, "s4")
     with pytest.raises(ValueError):
         conn.upload(coll, ["n", "s"], [("w1", 1, "a"), ("w2", 2)])
     assert "w1" not in dict(conn.getattr(coll, ["n"]))
