@@ -2,7 +2,8 @@
 # Runs the whole ardacat test suite. It first makes sure what the tests need is there:
 #   - PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth), started if it is installed but down;
 #   - gSOAP (wsdl2h, soapcpp2, libgsoap) for the SOAP interop test, installed with apt-get if missing;
-#   - a Python venv with zeep for the SOAP interop test (target/interop-venv).
+#   - a Python venv with zeep for the SOAP interop test, and pytest, cryptography, mypy, setuptools and wheel
+#     for the Python client's suite (target/interop-venv).
 # Nothing is skipped: if a dependency cannot be provided, the run fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +26,10 @@ if ! command -v wsdl2h >/dev/null || ! command -v soapcpp2 >/dev/null; then
 fi
 
 venv=target/interop-venv
-if ! "$venv/bin/python" -c 'import zeep' 2>/dev/null; then
-    log "creating $venv with zeep"
+if ! "$venv/bin/python" -c 'import zeep, pytest, cryptography, mypy, setuptools, wheel' 2>/dev/null; then
+    log "creating $venv with zeep, pytest, cryptography, mypy, setuptools, wheel"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q zeep
+    "$venv/bin/pip" install -q zeep pytest cryptography mypy 'setuptools>=61' wheel
 fi
 export ARDACAT_PYTHON="$PWD/$venv/bin/python"
 
