@@ -144,7 +144,7 @@ pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req
     let cat = &cat;
     let response = match req {
         Request::Ping => Response::Ping,
-        Request::GetVersion => Response::GetVersion { version: crate::tcp::SERVER_VERSION.to_string() },
+        Request::GetVersion => Response::GetVersion { version: crate::state::SERVER_VERSION.to_string() },
         Request::CreateSchema { schema_name, attributes, plain } => {
             cat.begin(s).await?;
             let r = async {

@@ -32,11 +32,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::command::{Command, HELP};
 use super::reply::{Reply, Writer};
-use super::session::SavedSession;
 use super::stall::StallGuard;
-use super::{SERVER_VERSION, Shared};
 use crate::Cat;
+use crate::auth::{self, Credentials, Via, anonymous};
 use crate::config::SessionMode;
+use crate::state::sessions::SavedSession;
+use crate::state::{SERVER_VERSION, Shared};
 
 /// A bulk load in progress: `upload` started it, `put` lines feed it, `commit` ends it.
 struct Upload {
@@ -431,61 +432,18 @@ where
         }
     };
     let session_id = issue_session.then(|| shared.sessions.new_id());
-    let base = |principal, epoch| State {
-        session: Session::new(principal).with_auth_epoch(epoch),
-        escape: opts.escape,
-        session_id,
-        upload: None,
-        peer,
-    };
-    if !shared.login_limiter.allow(peer.ip()) {
-        return Ok((
-            base(anonymous(), 0),
-            Some(Error::PermissionDenied("too many failed logins; try again later".into())),
-        ));
-    }
-    // Read before the groups are, so a change in between is seen at the first command.
-    let epoch = shared.catalogue.auth_epoch();
+    let base = |session| State { session, escape: opts.escape, session_id, upload: None, peer };
+    // An empty login name, or a certificate and no password: log in by certificate.
     let by_certificate = ctx.login.is_empty() || (ctx.password.is_none() && subject.is_some());
-    let result = if by_certificate {
-        certificate_login(shared, &ctx.login, subject.as_deref()).await
+    let credentials = if by_certificate {
+        Credentials::Certificate { subject: subject.as_deref(), claimed: &ctx.login }
     } else {
-        shared.catalogue.authenticate(&ctx.login, ctx.password.as_deref()).await
+        Credentials::Password { user: &ctx.login, password: ctx.password.as_deref() }
     };
-    match result {
-        Ok(p) => {
-            if by_certificate {
-                tracing::info!(target: "audit", user = %p.user, %peer, subject = subject.as_deref().unwrap_or(""), "certificate login");
-            }
-            Ok((base(p, epoch), None))
-        }
-        Err(e) => {
-            shared.login_limiter.failed(peer.ip());
-            tracing::info!(target: "audit", user = %ctx.login, %peer, subject = subject.as_deref().unwrap_or(""), "login failed");
-            Ok((base(anonymous(), 0), Some(e)))
-        }
-    }
-}
-
-/// Login by the verified client certificate: its subject must map to a user (and to `login`,
-/// when the client named one).
-async fn certificate_login(
-    shared: &Shared,
-    login: &str,
-    subject: Option<&str>,
-) -> Result<ardacat_core::perm::Principal, Error> {
-    let (Some(tls), Some(dn)) = (shared.tls.as_ref(), subject) else {
-        return Err(Error::PermissionDenied("no login name and no verified client certificate".into()));
-    };
-    let p = tls.principal_for(&shared.catalogue, dn).await?;
-    if !login.is_empty() && p.user != login {
-        return Err(Error::PermissionDenied(format!("the client certificate does not belong to {login}")));
-    }
-    Ok(p)
-}
-
-fn anonymous() -> ardacat_core::perm::Principal {
-    ardacat_core::perm::Principal { user: "anonymous".into(), groups: vec![] }
+    Ok(match auth::authenticate(shared, Via::Tcp, Some(peer.ip()), credentials).await {
+        Ok(login) => (base(login.session()), None),
+        Err(e) => (base(Session::new(anonymous()).with_auth_epoch(0)), Some(e.into_error())),
+    })
 }
 
 async fn run_line<W: AsyncWrite + Unpin + Send>(
@@ -666,13 +624,10 @@ async fn execute<W: AsyncWrite + Unpin + Send>(
             reply.value(Some(&groups.join(","))).await?
         }
         Command::Stats => {
-            for (k, v) in shared.stats.snapshot(shared) {
+            for (k, v) in shared.counters() {
                 reply.value(Some(&format!("{k} {v}"))).await?;
             }
             for (k, v) in shared.metrics.summary() {
-                reply.value(Some(&format!("{k} {v}"))).await?;
-            }
-            for (k, v) in crate::soap::dds_counters(shared) {
                 reply.value(Some(&format!("{k} {v}"))).await?;
             }
         }

@@ -1,97 +1,22 @@
-//! The TCP streaming frontend (AMGA-compatible): accept loop with a connection limit, shared
-//! per-server state, and the per-connection handler in `conn`. Wire syntax is ardacat-proto's;
+//! The TCP streaming frontend (AMGA-compatible): the accept loop with a connection limit, and
+//! the per-connection handler in `conn`. Wire syntax is ardacat-proto's;
 //! the meaning of commands is the catalogue's. This module only translates.
 
 pub mod command;
 mod conn;
 pub mod reply;
-pub mod session;
 pub mod stall;
 
-use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::Cat;
-use crate::config::Config;
-use session::SessionRegistry;
-
-/// The version in the greeting banner. AMGA clients only read the `Protocol` line's digit.
-pub const SERVER_VERSION: &str = concat!("2.5.0 (ardacat ", env!("CARGO_PKG_VERSION"), ")");
-
-/// Counters shown by `stats` and `/metrics`.
-#[derive(Default)]
-pub struct Stats {
-    pub connections_open: AtomicU64,
-    pub connections_total: AtomicU64,
-    pub commands: AtomicU64,
-    pub errors: AtomicU64,
-}
-
-impl Stats {
-    pub fn snapshot(&self, shared: &Shared) -> Vec<(&'static str, u64)> {
-        vec![
-            ("tcp_connections_open", self.connections_open.load(Ordering::Relaxed)),
-            ("tcp_connections_total", self.connections_total.load(Ordering::Relaxed)),
-            ("tcp_commands_total", self.commands.load(Ordering::Relaxed)),
-            ("tcp_errors_total", self.errors.load(Ordering::Relaxed)),
-            ("tcp_sessions", shared.sessions.len() as u64),
-        ]
-    }
-}
-
-/// Failed logins per peer address within a sliding minute.
-pub struct LoginLimiter {
-    per_minute: u32,
-    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
-}
-
-impl LoginLimiter {
-    pub fn new(per_minute: u32) -> Self {
-        LoginLimiter { per_minute, failures: Mutex::new(HashMap::new()) }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, (u32, Instant)>> {
-        self.failures.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn allow(&self, ip: IpAddr) -> bool {
-        match self.lock().get(&ip) {
-            Some((n, since)) if since.elapsed() < Duration::from_secs(60) => *n < self.per_minute,
-            _ => true,
-        }
-    }
-
-    pub fn failed(&self, ip: IpAddr) {
-        let mut map = self.lock();
-        let e = map.entry(ip).or_insert((0, Instant::now()));
-        if e.1.elapsed() >= Duration::from_secs(60) {
-            *e = (0, Instant::now());
-        }
-        e.0 += 1;
-    }
-}
-
-/// State every connection shares.
-pub struct Shared {
-    pub catalogue: Cat,
-    pub config: Arc<Config>,
-    pub sessions: SessionRegistry,
-    pub stats: Stats,
-    pub login_limiter: LoginLimiter,
-    pub metrics: crate::metrics::Metrics,
-    /// Certificates and acceptors when TLS is configured (`ssl` on TCP, HTTPS on HTTP).
-    pub tls: Option<Arc<crate::tls::TlsSetup>>,
-    /// SOAP differential deserializer (None when `soap_dds` is off).
-    pub dds: Option<ardacat_soap::DdsCache>,
-}
+use crate::state::Shared;
 
 /// Accept connections until `shutdown`; then wait (bounded) for open connections to finish
 /// their current command.
