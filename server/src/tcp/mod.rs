@@ -1,11 +1,16 @@
-//! The TCP streaming frontend (AMGA-compatible): the accept loop with a connection limit, and
-//! the per-connection handler in `conn`. Wire syntax is ardacat-proto's;
-//! the meaning of commands is the catalogue's. This module only translates.
+//! The TCP streaming frontend (AMGA-compatible): the accept loop with a connection limit and
+//! the state of one connection. A connection is opened by `handshake` (greeting, options, TLS,
+//! login), then served by the command loop in `conn`, which looks each line up in the command
+//! table (`command`); `upload` holds a bulk load between its commands, `reply` writes replies,
+//! `stall` guards writes. Wire syntax is ardacat-proto's; the meaning of commands is the
+//! catalogue's. This module only translates.
 
 pub mod command;
 mod conn;
+mod handshake;
 pub mod reply;
 pub mod stall;
+mod upload;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -16,7 +21,32 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use std::net::SocketAddr;
+
+use ardacat_core::Session;
+
 use crate::state::Shared;
+
+/// What one connection carries between commands.
+pub struct ConnState {
+    pub session: Session<crate::Store>,
+    /// The client negotiated the `escape` option.
+    pub escape: bool,
+    pub session_id: Option<u64>,
+    /// The bulk load `upload` opened, until `commit` or `abort`.
+    pub upload: Option<upload::Upload>,
+    pub peer: SocketAddr,
+}
+
+impl ConnState {
+    /// The session id to put in a reply's end marker. A token tells the client it may hang up
+    /// and resume later (the original client does so at once), but an open transaction or upload
+    /// lives only as long as this connection; so while one is open no token is sent and the
+    /// client keeps the connection.
+    fn token(&self) -> Option<u64> {
+        self.session_id.filter(|_| !self.session.in_transaction() && self.upload.is_none())
+    }
+}
 
 /// Accept connections until `shutdown`; then wait (bounded) for open connections to finish
 /// their current command.
@@ -46,7 +76,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
         tracker.spawn(async move {
             shared.stats.connections_open.fetch_add(1, Ordering::Relaxed);
             shared.stats.connections_total.fetch_add(1, Ordering::Relaxed);
-            conn::serve(stream, peer, shared.clone(), shutdown).await;
+            handshake::serve(stream, peer, shared.clone(), shutdown).await;
             shared.stats.connections_open.fetch_sub(1, Ordering::Relaxed);
             drop(permit);
         });
