@@ -228,7 +228,7 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     if !cmd.spec.in_upload
         && let Some(u) = st.upload.as_mut()
     {
-        u.refuse(Error::IllegalCommand("only put, commit or abort inside an upload".into()));
+        u.fail(Error::IllegalCommand("only put, commit or abort inside an upload".into()));
         return Ok(Outcome::Silent);
     }
     command::run(cmd.cmd, Ctx { shared, st, reply }).await

@@ -1,7 +1,7 @@
 //! The TCP streaming frontend (AMGA-compatible): the accept loop with a connection limit and
 //! the state of one connection. A connection is opened by `handshake` (greeting, options, TLS,
 //! login), then served by the command loop in `conn`, which looks each line up in the command
-//! table (`command`); `upload` holds a bulk load between its commands, `reply` writes replies,
+//! table (`command`); `reply` writes replies,
 //! `stall` guards writes. Wire syntax is ardacat-proto's; the meaning of commands is the
 //! catalogue's. This module only translates.
 
@@ -10,7 +10,6 @@ mod conn;
 mod handshake;
 pub mod reply;
 pub mod stall;
-mod upload;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -34,7 +33,7 @@ pub struct ConnState {
     pub escape: bool,
     pub session_id: Option<u64>,
     /// The bulk load `upload` opened, until `commit` or `abort`.
-    pub upload: Option<upload::Upload>,
+    pub upload: Option<ardacat_core::service::composite::BulkLoad>,
     pub peer: SocketAddr,
 }
 

@@ -1,12 +1,12 @@
 //! Transactions and the bulk load: `transaction`, `commit`, `abort`, `upload`, `put`. While an
-//! upload is open, `commit` and `abort` end it (the upload itself is `tcp::upload`).
+//! upload is open, `commit` and `abort` end it; the load itself is the catalogue's `BulkLoad`
+//! (its transaction, chunking and checks), which the connection only holds between commands.
 
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
 use super::Kind::Write;
 use super::{CommandSpec, Ctx, Outcome};
-use crate::tcp::upload;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -78,22 +78,23 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
     match cmd {
         Cmd::Transaction => cat.begin(&mut st.session).await?,
         Cmd::Commit => match st.upload.take() {
-            Some(u) => upload::commit(cat, &mut st.session, u).await?,
+            Some(u) => cat.bulk_commit(&mut st.session, u).await?,
             None => cat.commit(&mut st.session).await?,
         },
         Cmd::Abort => match st.upload.take() {
-            Some(u) => upload::abort(cat, &mut st.session, u).await?,
+            Some(u) => cat.bulk_abort(&mut st.session, u).await?,
             None => cat.abort(&mut st.session).await?,
         },
         Cmd::Upload { dir, attrs } => {
-            st.upload = Some(upload::start(cat, &mut st.session, dir, attrs).await);
+            let max = cx.shared.config.max_upload_entries;
+            st.upload = Some(cat.bulk_start(&mut st.session, dir, attrs, max).await);
             return Ok(Outcome::Silent);
         }
         Cmd::Put { name, values } => {
             let Some(u) = st.upload.as_mut() else {
                 return Err(Error::IllegalCommand("put outside an upload".into()));
             };
-            upload::put(cat, &mut st.session, u, name, values, cx.shared.config.max_upload_entries).await;
+            cat.bulk_put(&mut st.session, u, name, values).await;
             return Ok(Outcome::Silent);
         }
     }
