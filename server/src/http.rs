@@ -1,8 +1,11 @@
-//! The HTTP frontend: SOAP endpoint, WSDL and metrics on one axum router. (SOAP operations are
-//! wired in `soap`; this module owns the listener and the routes.) With a certificate
-//! configured the port speaks HTTPS only: a background task accepts TCP connections and runs
-//! the TLS handshakes (bounded in number and time), and axum serves the finished streams.
+//! The HTTP listener and THE place its router is composed ([`router`]): the SOAP endpoint and
+//! WSDL (routes from `soap`) and `/metrics`. A new set of routes (a web UI, health endpoints) is
+//! one more `merge` in [`router`]. With a certificate configured the port speaks HTTPS only: a
+//! background task accepts TCP connections and runs the TLS handshakes (bounded in number and
+//! time), and axum serves the finished streams. It must not hold catalogue rules or login
+//! policy (`crate::auth`).
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,15 +21,8 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::tcp::Shared;
-
-/// Who is at the other end of an HTTP connection: the address (login throttling) and, on
-/// HTTPS with a verified client certificate, its subject DN (login by certificate).
-#[derive(Debug, Clone)]
-pub struct Peer {
-    pub addr: SocketAddr,
-    pub subject: Option<String>,
-}
+use crate::auth::Peer;
+use crate::state::Shared;
 
 /// The plain HTTP listener: every accepted socket gets TCP_NODELAY (as on the AMGA port and the
 /// TLS listener); without it the small tail of a streamed (chunked) response waited for the
@@ -136,11 +132,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
             return;
         }
     };
-    let app = Router::new()
-        .route("/metrics", get(metrics))
-        .with_state(shared.clone())
-        .merge(crate::soap::router(shared.clone(), bound));
-    let service = app.into_make_service_with_connect_info::<Peer>();
+    let service = router(shared.clone(), bound).into_make_service_with_connect_info::<Peer>();
     let result = match shared.tls.as_ref() {
         Some(tls) => {
             let timeout = Duration::from_secs(shared.config.handshake_timeout_secs.max(1));
@@ -157,20 +149,19 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
     }
 }
 
-/// Prometheus text format: connection and session gauges, database pool, per-operation and
-/// per-stage latency histograms.
+/// Every route of the HTTP port. The service must be run with
+/// `into_make_service_with_connect_info::<Peer>()`: handlers read the peer's address (login
+/// throttling) and certificate subject (login by certificate) from it.
+pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
+    Router::new().route("/metrics", get(metrics)).with_state(shared.clone()).merge(crate::soap::router(shared, bound))
+}
+
+/// Prometheus text format: the counters report ([`Shared::counters`]: connections, sessions,
+/// database pool, DDS), per-operation and per-stage latency histograms.
 async fn metrics(State(shared): State<Arc<Shared>>) -> String {
     let mut out = String::new();
-    for (k, v) in shared.stats.snapshot(&shared) {
-        out.push_str(&format!("ardacat_{k} {v}\n"));
-    }
-    let pool = shared.catalogue.store().db().pool_stats();
-    out.push_str(&format!(
-        "ardacat_db_pool_size {}\nardacat_db_pool_idle {}\nardacat_db_pool_in_use {}\n",
-        pool.size, pool.idle, pool.in_use
-    ));
-    for (k, v) in crate::soap::dds_counters(&shared) {
-        out.push_str(&format!("ardacat_{k} {v}\n"));
+    for (k, v) in shared.counters() {
+        let _ = writeln!(out, "ardacat_{k} {v}");
     }
     shared.metrics.render(&mut out);
     out

@@ -1,15 +1,23 @@
 //! ardacat-server: wires the catalogue service to its two frontends — the AMGA-compatible TCP
-//! streaming protocol (`tcp`) and SOAP over HTTP (`http`) — and owns start-up and shutdown.
-//! Frontends only translate; every rule lives in ardacat-core, every SQL text in ardacat-store.
+//! streaming protocol (`tcp`) and SOAP over HTTP (`soap`, routed by `http`) — and owns start-up
+//! and shutdown. Frontends only translate; every rule lives in ardacat-core, every SQL text in
+//! ardacat-store.
+//!
+//! Module layering (no import circle): `config`, `metrics`, `tls` depend on nothing here;
+//! `state` (shared state, counters, version) on those; `auth` (the one login path) on `state`;
+//! the frontends `tcp` and `soap` on `state` and `auth`; `http` (the one place the HTTP router
+//! is composed) on `soap`. Nothing imports `http` or `tcp` but this file.
 //!
 //! `run` is the one seam `main` and the tests use: it opens and migrates the database, makes
 //! sure `root` exists, binds both listeners, reports their addresses, and serves until the
 //! cancellation token fires.
 
+pub mod auth;
 pub mod config;
 pub mod http;
 pub mod metrics;
 pub mod soap;
+pub mod state;
 pub mod tcp;
 pub mod tls;
 
@@ -117,17 +125,7 @@ pub async fn serve_with(
     tls: Option<Arc<tls::TlsSetup>>,
     shutdown: CancellationToken,
 ) {
-    let config = Arc::new(config);
-    let shared = Arc::new(tcp::Shared {
-        catalogue: cat.clone(),
-        config: config.clone(),
-        sessions: tcp::session::SessionRegistry::new(Duration::from_secs(config.idle_timeout_secs)),
-        stats: tcp::Stats::default(),
-        login_limiter: tcp::LoginLimiter::new(config.max_failed_logins_per_minute),
-        metrics: metrics::Metrics::default(),
-        dds: soap::new_dds(&config),
-        tls,
-    });
+    let shared = Arc::new(state::Shared::new(cat, Arc::new(config), tls));
     let http_task = tokio::spawn(http::serve(http, shared.clone(), shutdown.clone()));
     tcp::serve(tcp, shared, shutdown).await;
     let _ = http_task.await;

@@ -1,8 +1,9 @@
 //! TLS settings for both listeners: loads the server certificate, key and optional client CA
 //! into rustls (ring provider, TLS 1.2 and 1.3), reads a verified client certificate's subject
-//! as an OpenSSL one-line DN (`/C=CH/O=Org/CN=Alice`), and reads the grid-mapfile. It says who
-//! a certificate names; it must not decide what that user may do, nor speak any protocol (the
-//! TCP and HTTP frontends drive the handshakes).
+//! as an OpenSSL one-line DN (`/C=CH/O=Org/CN=Alice`), and reads the grid-mapfile. It reads
+//! what a certificate and the grid-mapfile say; mapping a subject to a user is `crate::auth`'s,
+//! deciding what that user may do is the catalogue's, and the TCP and HTTP frontends drive the
+//! handshakes.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -16,10 +17,7 @@ use rustls::{RootCertStore, ServerConfig, ServerConnection};
 use tokio_rustls::TlsAcceptor;
 use x509_parser::prelude::{FromDer, X509Certificate, X509Name};
 
-use crate::Cat;
 use crate::config::Config;
-use ardacat_core::Error;
-use ardacat_core::perm::Principal;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -125,20 +123,6 @@ impl TlsSetup {
     /// The user a grid-mapfile line gives this subject, if any.
     pub fn gridmap_user(&self, subject: &str) -> Option<&str> {
         self.gridmap.get(subject).map(String::as_str)
-    }
-
-    /// The catalogue principal a verified certificate subject stands for: a mapping made with
-    /// `user_subject_add` first, then the grid-mapfile. The user must exist in the catalogue.
-    pub async fn principal_for(&self, cat: &Cat, subject: &str) -> Result<Principal, Error> {
-        let denied = || Error::PermissionDenied(format!("certificate subject {subject} is not mapped to a user"));
-        let user = match cat.user_for_subject(subject).await? {
-            Some(u) => u,
-            None => self.gridmap_user(subject).ok_or_else(denied)?.to_string(),
-        };
-        cat.principal(&user).await.map_err(|e| match e {
-            Error::NotFound(_) => denied(),
-            other => other,
-        })
     }
 }
 

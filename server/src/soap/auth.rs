@@ -1,6 +1,7 @@
-//! HTTP Basic authentication of SOAP requests against the catalogue's users, with a short-lived
-//! in-memory cache of successful checks. It decides who the caller is; it must not decide what
-//! the caller may do (that is the catalogue's job) nor keep passwords in memory (only digests).
+//! HTTP Basic credentials of SOAP requests, with a short-lived in-memory cache of successful
+//! checks; a miss logs in through `crate::auth` (the one login path: limiter, certificate
+//! mapping, audit). It must not decide what the caller may do (that is the catalogue's job) nor
+//! keep passwords in memory (only digests).
 //!
 //! argon2 is slow by design, so verifying the password on every request would cap throughput
 //! at a few dozen requests per second per core. A successful (user, password) check is kept
@@ -26,7 +27,8 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::Cat;
-use crate::tcp::Shared;
+use crate::auth::{self, AuthError, Credentials, Login, Via};
+use crate::state::Shared;
 
 /// How long a verified (user, password) pair is trusted without running argon2 again.
 pub const CACHE_TTL: Duration = Duration::from_secs(60);
@@ -132,13 +134,10 @@ fn basic_credentials(headers: &HeaderMap) -> Option<Result<(String, String), ()>
     })())
 }
 
-fn anonymous() -> Principal {
-    Principal { user: "anonymous".into(), groups: vec![] }
-}
-
 /// Authenticates a request and returns a fresh session (cwd `/`) for its principal. `subject`
 /// is the verified client certificate's DN (HTTPS with client CA), used when the request has
-/// no `Authorization` header.
+/// no `Authorization` header. Checks that miss the cache log in through [`auth::authenticate`]
+/// (limiter, subject mapping, audit).
 pub async fn session_for(
     shared: &Shared,
     cache: &AuthCache,
@@ -149,27 +148,14 @@ pub async fn session_for(
     let cat: &Cat = &shared.catalogue;
     let (user, password) = match basic_credentials(headers) {
         None if subject.is_some() && shared.tls.is_some() => {
-            let (Some(tls), Some(dn)) = (shared.tls.as_ref(), subject) else { return Err(AuthFailure::Missing) };
-            if let Some(ip) = peer
-                && !shared.login_limiter.allow(ip)
-            {
-                return Err(AuthFailure::Throttled);
-            }
-            let epoch = cat.auth_epoch();
-            return match tls.principal_for(cat, dn).await {
-                Ok(p) => Ok(Session::new(p).with_auth_epoch(epoch)),
-                Err(Error::PermissionDenied(_)) => {
-                    if let Some(ip) = peer {
-                        shared.login_limiter.failed(ip);
-                    }
-                    tracing::info!(target: "audit", subject = %dn, peer = ?peer, "SOAP certificate login failed");
-                    Err(AuthFailure::Denied)
-                }
-                Err(e) => Err(AuthFailure::Internal(e)),
-            };
+            let creds = Credentials::Certificate { subject, claimed: "" };
+            return auth::authenticate(shared, Via::Soap, peer, creds)
+                .await
+                .map(Login::session)
+                .map_err(AuthFailure::from);
         }
         None if shared.config.allow_anonymous => {
-            let p = cat.principal("anonymous").await.unwrap_or_else(|_| anonymous());
+            let p = cat.principal("anonymous").await.unwrap_or_else(|_| auth::anonymous());
             return Ok(Session::new(p));
         }
         None => return Err(AuthFailure::Missing),
@@ -193,25 +179,28 @@ pub async fn session_for(
         }
         return Ok(s);
     }
-    if let Some(ip) = peer
-        && !shared.login_limiter.allow(ip)
-    {
-        return Err(AuthFailure::Throttled);
-    }
-    match cat.authenticate(&user, Some(&password)).await {
-        Ok(p) => {
-            cache.put(key, p.clone(), epoch);
-            Ok(Session::new(p).with_auth_epoch(epoch))
+    let creds = Credentials::Password { user: &user, password: Some(&password) };
+    match auth::authenticate(shared, Via::Soap, peer, creds).await {
+        Ok(login) => {
+            cache.put(key, login.principal.clone(), login.epoch);
+            Ok(login.session())
         }
-        Err(Error::PermissionDenied(_)) => {
-            cache.forget_user(&user);
-            if let Some(ip) = peer {
-                shared.login_limiter.failed(ip);
+        Err(e) => {
+            if let AuthError::Denied(_) = e {
+                cache.forget_user(&user);
             }
-            tracing::info!(target: "audit", %user, peer = ?peer, "SOAP login failed");
-            Err(AuthFailure::Denied)
+            Err(e.into())
         }
-        Err(e) => Err(AuthFailure::Internal(e)),
+    }
+}
+
+impl From<AuthError> for AuthFailure {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Throttled => AuthFailure::Throttled,
+            AuthError::Denied(_) => AuthFailure::Denied,
+            AuthError::Internal(e) => AuthFailure::Internal(e),
+        }
     }
 }
 

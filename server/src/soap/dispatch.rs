@@ -3,9 +3,10 @@
 //! catalogue's, every byte of XML is ardacat-soap's. It must not parse XML, speak HTTP or
 //! authenticate.
 //!
-//! Multi-step operations (createSchema, add/removeSchemaAttributes, createEntry, setAttributes
-//! with both values and NULLs) run in one catalogue transaction on the request's session:
-//! all of it happens or none of it.
+//! Multi-step operations (createSchema, add/removeSchemaAttributes, createEntry, setAttributes)
+//! are each one composite catalogue operation (`ardacat_core::service::composite`), atomic in
+//! the core: all of it happens or none of it. This file opens no transaction and builds no
+//! query-language text.
 //!
 //! `getAttributes` can return any number of entries, so it streams: the envelope is written
 //! into a buffer and, once the buffer passes [`STREAM_THRESHOLD`], sent on as a chunked body
@@ -13,19 +14,19 @@
 //! fault; a failure after the first chunk (a database error mid-stream) can only abort the
 //! body, which the client sees as a truncated response.
 
-use std::collections::HashMap;
 use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ardacat_core::path;
 use ardacat_core::service::SelectSpec;
+use ardacat_core::service::composite::{NewAttribute, NewEntryValues};
 use ardacat_core::service::cursor::CursorState;
 use ardacat_core::store::AttrDef;
 use ardacat_core::types::Value;
 use ardacat_core::{Error, Result, RowSink};
 use ardacat_soap::{
-    Attribute, Entry, EntryColumns, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError,
-    SoapVersion, write_response,
+    Attribute, EntryColumns, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError, SoapVersion,
+    write_response,
 };
 use axum::body::Body;
 use bytes::Bytes;
@@ -91,20 +92,6 @@ pub fn page_size(cfg: &Config, requested: Option<u32>) -> usize {
     n.clamp(1, max)
 }
 
-/// A value as a string literal of the query language: double quotes, `\` and `"` escaped.
-pub fn quote_literal(v: &str) -> String {
-    let mut out = String::with_capacity(v.len() + 2);
-    out.push('"');
-    for c in v.chars() {
-        if c == '\\' || c == '"' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
-    out
-}
-
 fn typed(a: AttrDef) -> Attribute {
     Attribute::typed(a.name, a.attr_type.to_string())
 }
@@ -113,22 +100,6 @@ fn complete(version: SoapVersion, r: &Response) -> Result<Output, Failure> {
     let mut out = Vec::with_capacity(512);
     write_response(version, r, &mut out)?;
     Ok(Output::Complete(out))
-}
-
-/// Commits on success, aborts on failure (keeping the first error).
-async fn finish_tx<T>(cat: &Cat, s: &mut Sess, r: Result<T>) -> Result<T> {
-    match r {
-        Ok(v) => {
-            cat.commit(s).await?;
-            Ok(v)
-        }
-        Err(e) => {
-            if let Err(e2) = cat.abort(s).await {
-                tracing::warn!(error = %e2, "SOAP: rollback failed");
-            }
-            Err(e)
-        }
-    }
 }
 
 /// Runs one request for the session's principal.
@@ -144,15 +115,9 @@ pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req
     let cat = &cat;
     let response = match req {
         Request::Ping => Response::Ping,
-        Request::GetVersion => Response::GetVersion { version: crate::tcp::SERVER_VERSION.to_string() },
+        Request::GetVersion => Response::GetVersion { version: crate::state::SERVER_VERSION.to_string() },
         Request::CreateSchema { schema_name, attributes, plain } => {
-            cat.begin(s).await?;
-            let r = async {
-                cat.createdir(s, &schema_name, plain).await?;
-                add_attributes(cat, s, &schema_name, &attributes).await
-            }
-            .await;
-            finish_tx(cat, s, r).await?;
+            cat.create_collection(s, &schema_name, plain, &new_attributes(attributes)).await?;
             Response::CreateSchema
         }
         Request::DropSchema { schema_name } => {
@@ -160,21 +125,11 @@ pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req
             Response::DropSchema
         }
         Request::AddSchemaAttributes { schema_name, attributes } => {
-            cat.begin(s).await?;
-            let r = add_attributes(cat, s, &schema_name, &attributes).await;
-            finish_tx(cat, s, r).await?;
+            cat.add_attributes(s, &schema_name, &new_attributes(attributes)).await?;
             Response::AddSchemaAttributes
         }
         Request::RemoveSchemaAttributes { schema_name, attribute_names } => {
-            cat.begin(s).await?;
-            let r = async {
-                for n in &attribute_names {
-                    cat.removeattr(s, &schema_name, n).await?;
-                }
-                Ok(())
-            }
-            .await;
-            finish_tx(cat, s, r).await?;
+            cat.remove_attributes(s, &schema_name, &attribute_names).await?;
             Response::RemoveSchemaAttributes
         }
         Request::ListSchemas { path } => {
@@ -188,15 +143,22 @@ pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req
             attributes: cat.listattr(s, &entry_name).await?.into_iter().map(typed).collect(),
         },
         Request::CreateEntry { schema_name, entries } => {
-            Response::CreateEntry { created: create_entries(cat, s, &schema_name, entries).await? }
+            let entries =
+                entries.into_iter().map(|e| NewEntryValues { name: e.name, values: values(e.attributes) }).collect();
+            Response::CreateEntry { created: count(cat.create_entries(s, &schema_name, entries).await?) }
         }
         Request::RemoveEntry { pattern, condition } => {
             let n = cat.rm(s, &pattern, non_blank(condition).as_deref()).await?;
             Response::RemoveEntry { removed: count(n) }
         }
-        Request::SetAttributes { pattern, condition, attributes } => Response::SetAttributes {
-            updated: set_attributes(cat, s, &pattern, non_blank(condition), attributes).await?,
-        },
+        Request::SetAttributes { pattern, condition, attributes } => {
+            if attributes.is_empty() {
+                return Err(Error::IllegalCommand("setAttributes: name at least one attribute".into()).into());
+            }
+            let condition = non_blank(condition);
+            let n = cat.set_attributes(s, &pattern, condition.as_deref(), values(attributes)).await?;
+            Response::SetAttributes { updated: count(n) }
+        }
         Request::ClearAttributes { pattern, attribute_names } => {
             if attribute_names.is_empty() {
                 return Err(Error::IllegalCommand("clearAttributes: name at least one attribute".into()).into());
@@ -233,16 +195,15 @@ fn count(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-async fn add_attributes(cat: &Cat, s: &mut Sess, schema: &str, attributes: &[Attribute]) -> Result<()> {
-    for a in attributes {
-        let t = a
-            .attr_type
-            .as_deref()
-            .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| Error::IllegalCommand(format!("attribute {}: a type is required", a.name)))?;
-        cat.addattr(s, schema, &a.name, t, false).await?;
-    }
-    Ok(())
+/// SOAP attributes as the catalogue's attribute definitions (a missing type is the catalogue's
+/// error to give, in its turn).
+fn new_attributes(attributes: Vec<Attribute>) -> Vec<NewAttribute> {
+    attributes.into_iter().map(|a| NewAttribute { name: a.name, type_name: a.attr_type }).collect()
+}
+
+/// SOAP attributes as typed values (`xsi:nil`: `None`, NULL).
+fn values(attributes: Vec<Attribute>) -> Vec<(String, Option<String>)> {
+    attributes.into_iter().map(|a| (a.name, a.value)).collect()
 }
 
 /// One page of a query; a token for the next page when more rows exist.
@@ -263,96 +224,6 @@ async fn page(
         columns: p.columns,
         rows: p.rows.into_iter().map(|values| Row { values }).collect(),
     })
-}
-
-/// createEntry: entries grouped by (collection, attributes given), all groups in one
-/// transaction. Names are relative to the schema (absolute names are taken as they are);
-/// `xsi:nil` values are left out, so they stay NULL.
-async fn create_entries(cat: &Cat, s: &mut Sess, schema: &str, entries: Vec<Entry>) -> Result<u32> {
-    let base = path::absolute(&s.cwd, schema)?;
-    type Group = (String, Vec<String>, Vec<(String, Vec<String>)>);
-    let mut groups: Vec<Group> = Vec::new();
-    let mut index: HashMap<(String, Vec<String>), usize> = HashMap::new();
-    for e in entries {
-        if e.name.trim().is_empty() {
-            return Err(Error::IllegalCommand("entry name must not be empty".into()));
-        }
-        let abs = path::absolute(&base, &e.name)?;
-        let (dir, leaf) = path::split(&abs).ok_or_else(|| Error::Exists("/".into()))?;
-        let (names, values): (Vec<String>, Vec<String>) =
-            e.attributes.into_iter().filter_map(|a| a.value.map(|v| (a.name, v))).unzip();
-        let key = (dir.to_string(), names);
-        let i = match index.get(&key) {
-            Some(i) => *i,
-            None => {
-                groups.push((key.0.clone(), key.1.clone(), Vec::new()));
-                index.insert(key, groups.len() - 1);
-                groups.len() - 1
-            }
-        };
-        groups[i].2.push((leaf.to_string(), values));
-    }
-    drop(index);
-    if groups.is_empty() {
-        // Still check the schema exists and is writable, as an empty bulk insert would.
-        return cat.insert(s, &base, &[], Vec::new()).await.map(count);
-    }
-    cat.begin(s).await?;
-    let r = async {
-        let mut total = 0u64;
-        for (dir, names, rows) in groups {
-            total += cat.insert(s, &dir, &names, rows).await?;
-        }
-        Ok(total)
-    }
-    .await;
-    finish_tx(cat, s, r).await.map(count)
-}
-
-/// setAttributes: without a condition `setattr` (and `clearattr` for NULLs, in the same
-/// transaction); with one, `updateattr` with the values as string literals.
-async fn set_attributes(
-    cat: &Cat,
-    s: &mut Sess,
-    pattern: &str,
-    condition: Option<String>,
-    attributes: Vec<Attribute>,
-) -> Result<u32> {
-    if attributes.is_empty() {
-        return Err(Error::IllegalCommand("setAttributes: name at least one attribute".into()));
-    }
-    if let Some(cond) = condition {
-        let assignments: Vec<(String, String)> = attributes
-            .into_iter()
-            .map(|a| {
-                let v = a.value.as_deref().map(quote_literal).unwrap_or_else(|| "null".to_string());
-                (a.name, v)
-            })
-            .collect();
-        return cat.updateattr(s, pattern, &assignments, &cond).await.map(count);
-    }
-    let mut sets = Vec::new();
-    let mut clears = Vec::new();
-    for a in attributes {
-        match a.value {
-            Some(v) => sets.push((a.name, v)),
-            None => clears.push(a.name),
-        }
-    }
-    if clears.is_empty() {
-        return cat.setattr(s, pattern, &sets).await.map(count);
-    }
-    if sets.is_empty() {
-        return cat.clearattr(s, pattern, &clears).await.map(count);
-    }
-    cat.begin(s).await?;
-    let r = async {
-        let n = cat.setattr(s, pattern, &sets).await?;
-        cat.clearattr(s, pattern, &clears).await?;
-        Ok(n)
-    }
-    .await;
-    finish_tx(cat, s, r).await.map(count)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -508,13 +379,6 @@ async fn entries_dir(cat: &Cat, s: &mut Sess, abs: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn literals_are_quoted() {
-        assert_eq!(quote_literal("abc"), "\"abc\"");
-        assert_eq!(quote_literal(r#"a"b\c"#), r#""a\"b\\c""#);
-        assert_eq!(quote_literal(""), "\"\"");
-    }
 
     #[test]
     fn page_sizes_clamp() {

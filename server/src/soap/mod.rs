@@ -26,10 +26,9 @@ use std::time::{Duration, Instant};
 use crate::metrics::{Frontend, Stage};
 
 use ardacat_core::{Error, ErrorKind};
-use ardacat_soap::dds::ShadowPolicy;
 use ardacat_soap::{
-    DdsCache, DdsConfig, Fault, FaultCode, Limits, ParsedRequest, SoapError, SoapVersion, TemplateKey, detect_version,
-    parse_request, write_error_fault, write_fault, wsdl_for,
+    Fault, FaultCode, Limits, ParsedRequest, SoapError, SoapVersion, TemplateKey, detect_version, parse_request,
+    write_error_fault, write_fault, wsdl_for,
 };
 use axum::Router;
 use axum::body::Body;
@@ -41,7 +40,7 @@ use axum::routing::get;
 use futures::StreamExt;
 use tower_http::compression::CompressionLayer;
 
-use crate::tcp::Shared;
+use crate::state::Shared;
 use auth::{AuthCache, AuthFailure};
 use dispatch::{Failure, Output};
 
@@ -54,9 +53,8 @@ pub struct SoapState {
     pub bound: SocketAddr,
 }
 
-/// The SOAP routes, ready to merge into the HTTP router. The service must be run with
-/// `into_make_service_with_connect_info::<crate::http::Peer>()` for per-address login
-/// throttling and login by client certificate.
+/// The SOAP routes, merged into the HTTP router by `crate::http::router` (which runs them with
+/// the [`crate::auth::Peer`] connect info: per-address login throttling, login by certificate).
 pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
     let cfg = &shared.config;
     let limits = Limits {
@@ -91,40 +89,6 @@ pub fn decode_request(
         Some(dds) => dds.parse(&TemplateKey::new(client, content_type), body, version, &state.limits).map(|(p, _)| p),
         None => parse_request(body, version, &state.limits),
     }
-}
-
-/// The differential deserializer the server runs with, if `soap_dds` is on. In shadow mode
-/// (`soap_dds_shadow`, used by the test suite) every fast-path answer is checked against the
-/// full parser and a difference panics the request loudly.
-pub fn new_dds(cfg: &crate::config::Config) -> Option<DdsCache> {
-    cfg.soap_dds.then(|| {
-        DdsCache::new(DdsConfig {
-            shadow: cfg.soap_dds_shadow,
-            shadow_policy: ShadowPolicy::Panic,
-            ..DdsConfig::default()
-        })
-    })
-}
-
-/// DDS counters for `/metrics` and `stats` (empty when DDS is off).
-pub fn dds_counters(shared: &Shared) -> Vec<(String, u64)> {
-    let Some(dds) = &shared.dds else { return Vec::new() };
-    let s = dds.stats();
-    let mut out = vec![
-        ("soap_dds_hits".to_string(), s.hits),
-        ("soap_dds_loop_hits".to_string(), s.loop_hits),
-        ("soap_dds_misses".to_string(), s.misses),
-        ("soap_dds_bypassed".to_string(), s.bypassed),
-        ("soap_dds_bytes_skipped".to_string(), s.bytes_skipped),
-        ("soap_dds_templates".to_string(), s.templates as u64),
-        ("soap_dds_template_bytes".to_string(), s.template_bytes as u64),
-        ("soap_dds_shadow_checks".to_string(), s.shadow_checks),
-        ("soap_dds_shadow_mismatches".to_string(), s.shadow_mismatches),
-    ];
-    for (reason, n) in s.declines {
-        out.push((format!("soap_dds_declines_{}", format!("{reason:?}").to_lowercase()), n));
-    }
-    out
 }
 
 // ------------------------------------------------------------------------------------------
@@ -278,7 +242,7 @@ async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, SoapError> {
 async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
-    let conn = parts.extensions.get::<ConnectInfo<crate::http::Peer>>().map(|c| &c.0);
+    let conn = parts.extensions.get::<ConnectInfo<crate::auth::Peer>>().map(|c| &c.0);
     let peer = conn.map(|p| p.addr.ip());
     let subject = conn.and_then(|p| p.subject.as_deref());
     let content_type = headers.get(CONTENT_TYPE).map(|v| v.to_str().unwrap_or("\u{fffd}").to_string());

@@ -1,96 +1,50 @@
-//! The TCP streaming frontend (AMGA-compatible): accept loop with a connection limit, shared
-//! per-server state, and the per-connection handler in `conn`. Wire syntax is ardacat-proto's;
-//! the meaning of commands is the catalogue's. This module only translates.
+//! The TCP streaming frontend (AMGA-compatible): the accept loop with a connection limit and
+//! the state of one connection. A connection is opened by `handshake` (greeting, options, TLS,
+//! login), then served by the command loop in `conn`, which looks each line up in the command
+//! table (`command`); `reply` writes replies,
+//! `stall` guards writes. Wire syntax is ardacat-proto's; the meaning of commands is the
+//! catalogue's. This module only translates.
 
 pub mod command;
 mod conn;
+mod handshake;
 pub mod reply;
-pub mod session;
 pub mod stall;
 
-use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::Cat;
-use crate::config::Config;
-use session::SessionRegistry;
+use std::net::SocketAddr;
 
-/// The version in the greeting banner. AMGA clients only read the `Protocol` line's digit.
-pub const SERVER_VERSION: &str = concat!("2.5.0 (ardacat ", env!("CARGO_PKG_VERSION"), ")");
+use ardacat_core::Session;
 
-/// Counters shown by `stats` and `/metrics`.
-#[derive(Default)]
-pub struct Stats {
-    pub connections_open: AtomicU64,
-    pub connections_total: AtomicU64,
-    pub commands: AtomicU64,
-    pub errors: AtomicU64,
+use crate::state::Shared;
+
+/// What one connection carries between commands.
+pub struct ConnState {
+    pub session: Session<crate::Store>,
+    /// The client negotiated the `escape` option.
+    pub escape: bool,
+    pub session_id: Option<u64>,
+    /// The bulk load `upload` opened, until `commit` or `abort`.
+    pub upload: Option<ardacat_core::service::composite::BulkLoad>,
+    pub peer: SocketAddr,
 }
 
-impl Stats {
-    pub fn snapshot(&self, shared: &Shared) -> Vec<(&'static str, u64)> {
-        vec![
-            ("tcp_connections_open", self.connections_open.load(Ordering::Relaxed)),
-            ("tcp_connections_total", self.connections_total.load(Ordering::Relaxed)),
-            ("tcp_commands_total", self.commands.load(Ordering::Relaxed)),
-            ("tcp_errors_total", self.errors.load(Ordering::Relaxed)),
-            ("tcp_sessions", shared.sessions.len() as u64),
-        ]
+impl ConnState {
+    /// The session id to put in a reply's end marker. A token tells the client it may hang up
+    /// and resume later (the original client does so at once), but an open transaction or upload
+    /// lives only as long as this connection; so while one is open no token is sent and the
+    /// client keeps the connection.
+    fn token(&self) -> Option<u64> {
+        self.session_id.filter(|_| !self.session.in_transaction() && self.upload.is_none())
     }
-}
-
-/// Failed logins per peer address within a sliding minute.
-pub struct LoginLimiter {
-    per_minute: u32,
-    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
-}
-
-impl LoginLimiter {
-    pub fn new(per_minute: u32) -> Self {
-        LoginLimiter { per_minute, failures: Mutex::new(HashMap::new()) }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, (u32, Instant)>> {
-        self.failures.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn allow(&self, ip: IpAddr) -> bool {
-        match self.lock().get(&ip) {
-            Some((n, since)) if since.elapsed() < Duration::from_secs(60) => *n < self.per_minute,
-            _ => true,
-        }
-    }
-
-    pub fn failed(&self, ip: IpAddr) {
-        let mut map = self.lock();
-        let e = map.entry(ip).or_insert((0, Instant::now()));
-        if e.1.elapsed() >= Duration::from_secs(60) {
-            *e = (0, Instant::now());
-        }
-        e.0 += 1;
-    }
-}
-
-/// State every connection shares.
-pub struct Shared {
-    pub catalogue: Cat,
-    pub config: Arc<Config>,
-    pub sessions: SessionRegistry,
-    pub stats: Stats,
-    pub login_limiter: LoginLimiter,
-    pub metrics: crate::metrics::Metrics,
-    /// Certificates and acceptors when TLS is configured (`ssl` on TCP, HTTPS on HTTP).
-    pub tls: Option<Arc<crate::tls::TlsSetup>>,
-    /// SOAP differential deserializer (None when `soap_dds` is off).
-    pub dds: Option<ardacat_soap::DdsCache>,
 }
 
 /// Accept connections until `shutdown`; then wait (bounded) for open connections to finish
@@ -121,7 +75,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
         tracker.spawn(async move {
             shared.stats.connections_open.fetch_add(1, Ordering::Relaxed);
             shared.stats.connections_total.fetch_add(1, Ordering::Relaxed);
-            conn::serve(stream, peer, shared.clone(), shutdown).await;
+            handshake::serve(stream, peer, shared.clone(), shutdown).await;
             shared.stats.connections_open.fetch_sub(1, Ordering::Relaxed);
             drop(permit);
         });

@@ -555,8 +555,6 @@ impl<S: Store> Catalogue<S> {
         assignments: &[(String, String)],
         condition: &str,
     ) -> Result<u64> {
-        let cwd = s.cwd.clone();
-        let who = s.principal.clone();
         let cond = query::parse_condition(condition).map_err(|e| Error::IllegalQuery(e.to_string()))?;
         let exprs = assignments
             .iter()
@@ -564,6 +562,20 @@ impl<S: Store> Catalogue<S> {
                 Ok((a.clone(), query::parse_expr(e).map_err(|err| Error::IllegalQuery(format!("'{e}' {err}")))?))
             })
             .collect::<Result<Vec<_>>>()?;
+        self.update_where(s, pattern, exprs, cond).await
+    }
+
+    /// `updateattr` with the new values and the condition already parsed: the composite
+    /// operations (`composite.rs`) hand typed values in as literals, never as query text.
+    pub(crate) async fn update_where(
+        &self,
+        s: &mut Session<S>,
+        pattern: &str,
+        exprs: Vec<(String, Expr<AttrRef>)>,
+        cond: Condition<AttrRef>,
+    ) -> Result<u64> {
+        let cwd = s.cwd.clone();
+        let who = s.principal.clone();
         let mut conn: Held<'_, S::Conn> = self.conn(s).await?;
         conn.start_write().await?;
         let r = async {
@@ -693,7 +705,3 @@ impl WireRows {
             .collect()
     }
 }
-
-// Silence an unused-import lint when AttrRef is only used through paths.
-#[allow(dead_code)]
-type _Parsed = Expr<AttrRef>;

@@ -7,6 +7,7 @@
 //! `cursor` (resumable positions).
 
 mod admin;
+pub mod composite;
 pub mod cursor;
 mod entries;
 mod indexes;

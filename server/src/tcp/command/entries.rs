@@ -1,0 +1,116 @@
+//! Entries by name or pattern: `addentry`, `addentries`, `setattr`, `getattr`, `clearattr`,
+//! `rm`. `getattr` is the hot path of the protocol (the `get` benchmark): a table lookup, the
+//! argument copies, one catalogue call streaming into the reply.
+
+use ardacat_core::Error;
+use tokio::io::AsyncWrite;
+
+use super::Kind::{Read, Write};
+use super::{CommandSpec, Ctx, Outcome};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cmd {
+    Addentry { path: String, pairs: Vec<(String, String)> },
+    Addentries(Vec<String>),
+    Setattr { pattern: String, pairs: Vec<(String, String)> },
+    Getattr { pattern: String, attrs: Vec<String> },
+    Clearattr { pattern: String, attrs: Vec<String> },
+    Rm { pattern: String, condition: Option<String> },
+}
+
+impl From<Cmd> for super::Cmd {
+    fn from(c: Cmd) -> Self {
+        super::Cmd::Entries(c)
+    }
+}
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "addentry",
+        aliases: &[],
+        usage: "addentry <path> [<attr> <value>]...",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| match a {
+            [path, rest @ ..] => {
+                let pairs = c.pairs(rest, "<path> [<attr> <value>]...")?;
+                Ok(Cmd::Addentry { path: path.clone(), pairs }.into())
+            }
+            [] => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "addentries",
+        aliases: &[],
+        usage: "addentries <path>...",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Addentries(a.to_vec()).into()) },
+    },
+    CommandSpec {
+        name: "setattr",
+        aliases: &[],
+        usage: "setattr <pattern> <attr> <value> [<attr> <value>]...",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| match a {
+            [pattern, rest @ ..] if rest.len() >= 2 => {
+                let pairs = c.pairs(rest, "<pattern> <attr> <value> ...")?;
+                Ok(Cmd::Setattr { pattern: pattern.clone(), pairs }.into())
+            }
+            _ => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "getattr",
+        aliases: &[],
+        usage: "getattr <pattern> <attr>...",
+        kind: Read,
+        in_upload: false,
+        parse: |c, a| match a {
+            [pattern, attrs @ ..] if !attrs.is_empty() => {
+                Ok(Cmd::Getattr { pattern: pattern.clone(), attrs: attrs.to_vec() }.into())
+            }
+            _ => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "clearattr",
+        aliases: &[],
+        usage: "clearattr <pattern> <attr>...",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| match a {
+            [pattern, attrs @ ..] if !attrs.is_empty() => {
+                Ok(Cmd::Clearattr { pattern: pattern.clone(), attrs: attrs.to_vec() }.into())
+            }
+            _ => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "rm",
+        aliases: &[],
+        usage: "rm <pattern> [<condition>]",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| match a {
+            [pattern] => Ok(Cmd::Rm { pattern: pattern.clone(), condition: None }.into()),
+            [pattern, cond] => Ok(Cmd::Rm { pattern: pattern.clone(), condition: Some(cond.clone()) }.into()),
+            _ => Err(c.wrong()),
+        },
+    },
+];
+
+pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> Result<Outcome, Error> {
+    let cat = &cx.shared.catalogue;
+    let s = &mut cx.st.session;
+    match cmd {
+        Cmd::Addentry { path, pairs } => cat.addentry(s, &path, &pairs).await?,
+        Cmd::Addentries(paths) => cat.addentries(s, &paths).await.map(|_| ())?,
+        Cmd::Setattr { pattern, pairs } => cat.setattr(s, &pattern, &pairs).await.map(|_| ())?,
+        Cmd::Getattr { pattern, attrs } => cat.getattr(s, &pattern, &attrs, cx.reply).await.map(|_| ())?,
+        Cmd::Clearattr { pattern, attrs } => cat.clearattr(s, &pattern, &attrs).await.map(|_| ())?,
+        Cmd::Rm { pattern, condition } => cat.rm(s, &pattern, condition.as_deref()).await.map(|_| ())?,
+    }
+    Ok(Outcome::Done)
+}

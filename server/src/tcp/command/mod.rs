@@ -1,0 +1,244 @@
+//! THE command table of the TCP protocol. Each command is described once, in the module of its
+//! family, as a [`CommandSpec`]: name and aliases, the usage line `help` shows, whether it
+//! writes (audit log) and may run inside an `upload`, and its argument parser; the handler is
+//! the family's `run` arm next to it. The metrics label is the name. Adding a command is one
+//! entry in a family's `COMMANDS`, one variant of its `Cmd`, one arm of its `run` (see
+//! docs/development.md). It translates only: every rule is the catalogue's.
+//!
+//! Arguments arrive already unquoted (`ardacat_proto::tokenize`); a bad argument list is a
+//! code-3 error naming the usage. Names are case-insensitive.
+
+mod acl;
+mod admin;
+mod entries;
+mod namespace;
+mod query;
+mod sequences;
+mod session;
+mod transactions;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use ardacat_core::Error;
+use tokio::io::AsyncWrite;
+
+use super::ConnState;
+use super::reply::Reply;
+use crate::state::Shared;
+
+/// Whether a command changes data (written to the audit log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Read,
+    Write,
+}
+
+/// One command of the protocol.
+pub struct CommandSpec {
+    /// The canonical name: what `help` lists and the metrics label.
+    pub name: &'static str,
+    /// Other names accepted for it (not listed by `help`, counted as `other` in metrics).
+    pub aliases: &'static [&'static str],
+    /// The synopsis `help` shows and a wrong argument count quotes.
+    pub usage: &'static str,
+    pub kind: Kind,
+    /// Allowed while an `upload` is open (only `put`, `commit` and `abort`).
+    pub in_upload: bool,
+    /// The arguments after the name → the command, or a code-3 error.
+    pub parse: fn(&Call<'_>, &[String]) -> Result<Cmd, Error>,
+}
+
+impl CommandSpec {
+    /// The label of this command in metrics.
+    pub fn label(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// A parsed command of some family.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cmd {
+    Session(session::Cmd),
+    Namespace(namespace::Cmd),
+    Entries(entries::Cmd),
+    Query(query::Cmd),
+    Transactions(transactions::Cmd),
+    Sequences(sequences::Cmd),
+    Acl(acl::Cmd),
+    Admin(admin::Cmd),
+}
+
+/// The families in `help` order.
+static FAMILIES: [&[CommandSpec]; 8] = [
+    session::COMMANDS,
+    namespace::COMMANDS,
+    entries::COMMANDS,
+    query::COMMANDS,
+    transactions::COMMANDS,
+    sequences::COMMANDS,
+    acl::COMMANDS,
+    admin::COMMANDS,
+];
+
+/// Every command, in `help` order.
+pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
+    FAMILIES.iter().flat_map(|f| f.iter())
+}
+
+/// Lowercase name or alias → command.
+static REGISTRY: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
+    let mut map = HashMap::new();
+    for spec in all() {
+        for name in std::iter::once(&spec.name).chain(spec.aliases) {
+            let old = map.insert(*name, spec);
+            assert!(old.is_none(), "command {name} is defined twice");
+        }
+    }
+    map
+});
+
+fn lower(name: &str) -> Cow<'_, str> {
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
+/// The command a name (any case, aliases included) stands for.
+pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
+    REGISTRY.get(lower(name).as_ref()).copied()
+}
+
+/// The metrics label of a command line's first word: its command's name, or `other` for an
+/// alias or an unknown word.
+pub fn label(word: &str) -> &'static str {
+    lookup(word).filter(|s| s.name.eq_ignore_ascii_case(word)).map_or("other", CommandSpec::label)
+}
+
+/// A command as the client typed it (name lowercased), for the parsers' error messages.
+pub struct Call<'a> {
+    pub name: &'a str,
+    pub spec: &'static CommandSpec,
+}
+
+impl Call<'_> {
+    /// `usage: <name as typed> <u>`.
+    pub fn usage(&self, u: &str) -> Error {
+        Error::IllegalCommand(format!("usage: {} {u}", self.name))
+    }
+
+    /// The argument count fits no form of the command: its usage line; for an alias, that the
+    /// alias is unknown in this form (as the original table answered).
+    pub fn wrong(&self) -> Error {
+        if self.name == self.spec.name {
+            Error::IllegalCommand(format!("usage: {}", self.spec.usage))
+        } else {
+            unknown(self.name)
+        }
+    }
+
+    /// Exactly no arguments.
+    pub fn none(&self, args: &[String], cmd: Cmd) -> Result<Cmd, Error> {
+        if args.is_empty() { Ok(cmd) } else { Err(self.wrong()) }
+    }
+
+    /// Exactly one argument.
+    pub fn one(&self, args: &[String], u: &str) -> Result<String, Error> {
+        match args {
+            [a] => Ok(a.clone()),
+            _ => Err(self.usage(u)),
+        }
+    }
+
+    /// Exactly two arguments.
+    pub fn two(&self, args: &[String], u: &str) -> Result<(String, String), Error> {
+        match args {
+            [a, b] => Ok((a.clone(), b.clone())),
+            _ => Err(self.usage(u)),
+        }
+    }
+
+    /// `<name> <value>` pairs.
+    pub fn pairs(&self, args: &[String], u: &str) -> Result<Vec<(String, String)>, Error> {
+        if !args.len().is_multiple_of(2) {
+            return Err(self.usage(u));
+        }
+        Ok(args.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect())
+    }
+}
+
+fn unknown(name: &str) -> Error {
+    Error::IllegalCommand(format!("unknown command '{name}' (try help)"))
+}
+
+/// One parsed command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Command {
+    pub spec: &'static CommandSpec,
+    pub cmd: Cmd,
+}
+
+impl std::fmt::Debug for CommandSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for CommandSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Command {
+    /// Parse a tokenized command line (its first element is the command name).
+    pub fn parse(args: &[String]) -> Result<Command, Error> {
+        let Some((name, rest)) = args.split_first() else {
+            return Err(Error::IllegalCommand("empty command".into()));
+        };
+        let name = lower(name);
+        let spec = REGISTRY.get(name.as_ref()).copied().ok_or_else(|| unknown(&name))?;
+        let cmd = (spec.parse)(&Call { name: &name, spec }, rest)?;
+        Ok(Command { spec, cmd })
+    }
+
+    /// Changes data (audit log).
+    pub fn is_write(&self) -> bool {
+        self.spec.kind == Kind::Write
+    }
+}
+
+/// What a handler did with the reply.
+pub enum Outcome {
+    /// Rows (if any) are written; the loop ends the reply.
+    Done,
+    /// No reply at all (`upload`, `put`).
+    Silent,
+}
+
+/// What a handler works with: the server, this connection, the reply being written.
+pub struct Ctx<'a, 'r, W> {
+    pub shared: &'a Shared,
+    pub st: &'a mut ConnState,
+    pub reply: &'a mut Reply<'r, W>,
+}
+
+/// Runs a parsed command.
+pub async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> Result<Outcome, Error> {
+    match cmd {
+        Cmd::Session(c) => session::run(c, cx).await,
+        Cmd::Namespace(c) => namespace::run(c, cx).await,
+        Cmd::Entries(c) => entries::run(c, cx).await,
+        Cmd::Query(c) => query::run(c, cx).await,
+        Cmd::Transactions(c) => transactions::run(c, cx).await,
+        Cmd::Sequences(c) => sequences::run(c, cx).await,
+        Cmd::Acl(c) => acl::run(c, cx).await,
+        Cmd::Admin(c) => admin::run(c, cx).await,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,102 @@
+use super::*;
+
+fn p(s: &[&str]) -> Result<Cmd, Error> {
+    Command::parse(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>()).map(|c| c.cmd)
+}
+
+fn msg(s: &[&str]) -> String {
+    p(s).unwrap_err().to_string()
+}
+
+#[test]
+fn parses_core_commands() {
+    assert_eq!(p(&["PWD"]).unwrap(), session::Cmd::Pwd.into());
+    assert_eq!(
+        p(&["createdir", "/a", "plain"]).unwrap(),
+        namespace::Cmd::Createdir { path: "/a".into(), plain: true }.into()
+    );
+    assert_eq!(
+        p(&["selectattr", "/a:x", "/a:y", "x>1"]).unwrap(),
+        query::Cmd::Selectattr { exprs: vec!["/a:x".into(), "/a:y".into()], condition: "x>1".into() }.into()
+    );
+    assert_eq!(
+        p(&["updateattr", "/p", "sssin", "sssin + 1", "/p:e = /l:id"]).unwrap(),
+        query::Cmd::Updateattr {
+            pattern: "/p".into(),
+            pairs: vec![("sssin".into(), "sssin + 1".into())],
+            condition: "/p:e = /l:id".into()
+        }
+        .into()
+    );
+    assert_eq!(
+        p(&["INDEX_CREATE", "/d", "ix", "s0", "i0"]).unwrap(),
+        namespace::Cmd::IndexCreate { dir: "/d".into(), name: "ix".into(), attrs: vec!["s0".into(), "i0".into()] }
+            .into()
+    );
+    assert_eq!(p(&["index_list", "/d"]).unwrap(), namespace::Cmd::IndexList("/d".into()).into());
+    assert!(!Command::parse(&["index_list".to_string(), "/d".to_string()]).unwrap().is_write());
+    assert_eq!(
+        p(&["sequence_create", "s", "/p"]).unwrap(),
+        sequences::Cmd::Create { name: "s".into(), dir: "/p".into(), increment: 1, start: 1 }.into()
+    );
+    assert_eq!(p(&["ls"]).unwrap(), namespace::Cmd::Ls(".".into()).into());
+    assert_eq!(p(&["cd"]).unwrap(), session::Cmd::Cd("/".into()).into());
+    assert_eq!(p(&["mkdir", "/x"]).unwrap(), namespace::Cmd::Createdir { path: "/x".into(), plain: false }.into());
+    assert_eq!(p(&["Rollback"]).unwrap(), transactions::Cmd::Abort.into());
+}
+
+#[test]
+fn errors_are_code_3() {
+    for bad in [
+        &["frobnicate"][..],
+        &["addattr", "/a"],
+        &["addentry", "/a", "x"],
+        &["pwd", "x"],
+        &[],
+        &["index_create", "/a", "ix"],
+        &["index_remove", "/a"],
+        &["index_list"],
+    ] {
+        let e = p(bad).unwrap_err();
+        assert_eq!(e.code(), 3, "{bad:?}");
+    }
+    assert!(msg(&["frobnicate"]).contains("unknown command"));
+}
+
+/// The error texts are part of the protocol as clients see it.
+#[test]
+fn error_texts() {
+    assert_eq!(msg(&["pwd", "x"]), "usage: pwd");
+    assert_eq!(msg(&["stat"]), "usage: stat <path>");
+    assert_eq!(msg(&["MKDIR"]), "usage: mkdir <path> [plain]");
+    assert_eq!(msg(&["begin", "x"]), "unknown command 'begin' (try help)");
+    assert_eq!(
+        msg(&["updateattr", "/a", "x"]),
+        "usage: updateattr <pattern> <attr> <expr> [<attr> <expr>]... <condition>"
+    );
+    assert_eq!(msg(&["addentry", "/a", "x"]), "usage: addentry <path> [<attr> <value>]...");
+    assert_eq!(
+        msg(&["sequence_create", "s", "/p", "x"]),
+        "usage: sequence_create <name> <dir> [<increment> [<start>]]"
+    );
+    assert_eq!(msg(&["Frob"]), "unknown command 'frob' (try help)");
+    assert_eq!(msg(&[]), "empty command");
+}
+
+#[test]
+fn table_is_complete_and_ordered() {
+    let names: Vec<&str> = all().map(|s| s.name).collect();
+    assert_eq!(names.len(), 50);
+    assert_eq!(&names[..6], ["help", "pwd", "cd", "whoami", "sudo", "createdir"]);
+    assert_eq!(names.last(), Some(&"stats"));
+    for spec in all() {
+        assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+        assert!(spec.usage.starts_with(spec.name), "{}", spec.name);
+        assert!(std::ptr::eq(lookup(&spec.name.to_ascii_uppercase()).unwrap(), spec));
+    }
+    assert_eq!(label("GETATTR"), "getattr");
+    assert_eq!(label("mkdir"), "other");
+    assert_eq!(label("nope"), "other");
+    let in_upload: Vec<&str> = all().filter(|s| s.in_upload).map(|s| s.name).collect();
+    assert_eq!(in_upload, ["commit", "abort", "put"]);
+}
