@@ -244,15 +244,29 @@ mod tests {
 
     #[test]
     fn wildcards_joins_and_literals() {
-        let sel = select("SELECT *, j.*, /cfg:*, /cfg.* FROM /jobs j JOIN /cfg ON /cfg:k = j.k WHERE x IN (1, -2.5, 'a', NULL, TRUE) AND y BETWEEN 1 AND 2 AND z LIKE 'a%' AND w NOT ILIKE 'b' AND v IS NOT NULL");
+        let sel = select(
+            "SELECT *, j.*, /cfg:*, /cfg.* FROM /jobs j JOIN /cfg ON /cfg:k = j.k WHERE x IN (1, -2.5, 'a', NULL, TRUE) AND y BETWEEN 1 AND 2 AND z LIKE 'a%' AND w NOT ILIKE 'b' AND v IS NOT NULL",
+        );
         assert!(matches!(sel.items[0], SelectItem::Wildcard { qualifier: None, .. }));
         assert!(matches!(&sel.items[1], SelectItem::Wildcard { qualifier: Some(Qualifier::Name(n)), .. } if n == "j"));
-        assert!(matches!(&sel.items[2], SelectItem::Wildcard { qualifier: Some(Qualifier::Path(p)), .. } if p == "/cfg"));
-        assert!(matches!(&sel.items[3], SelectItem::Wildcard { qualifier: Some(Qualifier::Path(p)), .. } if p == "/cfg"));
+        assert!(
+            matches!(&sel.items[2], SelectItem::Wildcard { qualifier: Some(Qualifier::Path(p)), .. } if p == "/cfg")
+        );
+        assert!(
+            matches!(&sel.items[3], SelectItem::Wildcard { qualifier: Some(Qualifier::Path(p)), .. } if p == "/cfg")
+        );
         assert_eq!(sel.from.len(), 2);
         assert_eq!(sel.filters.len(), 2, "ON and WHERE");
         let text = format!("{:?}", sel.filters[1].value);
-        for part in ["Float(-2.5)", "Str(\"a\")", "Null", "Bool(true)", "Between", "case_insensitive: true, negated: true", "IsNull"] {
+        for part in [
+            "Float(-2.5)",
+            "Str(\"a\")",
+            "Null",
+            "Bool(true)",
+            "Between",
+            "case_insensitive: true, negated: true",
+            "IsNull",
+        ] {
             assert!(text.contains(part), "{part} in {text}");
         }
     }

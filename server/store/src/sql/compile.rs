@@ -617,6 +617,62 @@ mod tests {
         );
     }
 
+    #[test]
+    fn grouped_select_with_having_offset_and_keyset() {
+        use ardacat_core::query::ast::Aggregate;
+        let count = Expr::Call(Func::Aggregate(Aggregate::Count, false), vec![]);
+        let sum = Expr::Call(Func::Aggregate(Aggregate::Sum, false), vec![col(0, Column::Attr(3), ValueType::Int)]);
+        let mut p = SelectPlan {
+            tables: vec![5],
+            columns: vec![col(0, Column::Attr(2), ValueType::Text), count.clone(), sum],
+            column_types: vec![ValueType::Text, ValueType::Int, ValueType::Int],
+            filter: None,
+            name_patterns: vec![],
+            order_by: vec![OrderItem { expr: count.clone(), descending: true }],
+            distinct: false,
+            limit: None,
+            after: None,
+            access: None,
+            group_by: vec![col(0, Column::Attr(2), ValueType::Text)],
+            having: Some(Expr::Binary(
+                BinOp::Gt,
+                Box::new(count),
+                Box::new(Expr::Ref(Term::Const(Value::Int(1), ValueType::Int))),
+            )),
+            offset: Some(4),
+        };
+        // Keys: the user's order, then the grouping column (no row ids: they are not grouped).
+        let c = compile_select(Dialect::Postgres, &p);
+        assert_eq!(
+            c.sql,
+            "SELECT t0.a2, COUNT(*), CAST(SUM(t0.a3) AS BIGINT), COUNT(*), t0.a2 FROM e5 AS t0 \
+             GROUP BY t0.a2 HAVING (COUNT(*) > $1::int8) ORDER BY 4 DESC NULLS LAST, 5 ASC NULLS FIRST OFFSET 4"
+        );
+        assert!(compile_select(Dialect::Sqlite, &p).sql.ends_with(" LIMIT -1 OFFSET 4"));
+        // A continuation filters groups, so it goes to HAVING.
+        p.after = Some(vec![Value::Int(3), Value::Text("x".into())]);
+        let c = compile_select(Dialect::Sqlite, &p);
+        assert!(c.sql.contains("HAVING (COUNT(*) > ?1) AND (((COUNT(*) < ?"), "{}", c.sql);
+        assert!(!c.sql.contains("WHERE"), "{}", c.sql);
+        // An aggregate without GROUP BY is one row: nothing follows it.
+        p.group_by.clear();
+        p.having = None;
+        p.order_by.clear();
+        p.columns.remove(0);
+        p.column_types.remove(0);
+        p.after = Some(vec![]);
+        let c = compile_select(Dialect::Sqlite, &p);
+        assert!(c.sql.ends_with("HAVING (1 = 0) LIMIT -1 OFFSET 4"), "{}", c.sql);
+        // Averages are doubles on both databases.
+        let avg = Expr::Call(Func::Aggregate(Aggregate::Avg, true), vec![col(0, Column::Attr(3), ValueType::Int)]);
+        p.columns = vec![avg];
+        assert!(
+            compile_select(Dialect::Sqlite, &p)
+                .sql
+                .starts_with("SELECT CAST(AVG(DISTINCT t0.a3) AS DOUBLE PRECISION) FROM")
+        );
+    }
+
     fn access(groups: &[&str], needs: Vec<u16>) -> Option<EntryAccess> {
         Some(EntryAccess { user: "alice".into(), groups: groups.iter().map(|g| g.to_string()).collect(), needs })
     }

@@ -43,8 +43,8 @@ pub(crate) struct Scanned {
 
 /// Keywords after which an operand (hence a path) follows.
 const OPERAND_KEYWORDS: &[&str] = &[
-    "SELECT", "DISTINCT", "ALL", "FROM", "WHERE", "AND", "OR", "NOT", "BY", "INTO", "UPDATE", "SET", "HAVING",
-    "LIKE", "ILIKE", "BETWEEN", "IN", "JOIN", "ON", "ESCAPE", "DELETE",
+    "SELECT", "DISTINCT", "ALL", "FROM", "WHERE", "AND", "OR", "NOT", "BY", "INTO", "UPDATE", "SET", "HAVING", "LIKE",
+    "ILIKE", "BETWEEN", "IN", "JOIN", "ON", "ESCAPE", "DELETE",
 ];
 
 /// Whether a command line is a native SQL statement: it starts with `SELECT`, `INSERT` or
@@ -219,6 +219,32 @@ impl Scanned {
         self.char_bytes[at]
     }
 
+    /// The column where `count` prefix operators (`-`, `+`, `NOT`) written before the
+    /// location start, on the same line (a unary node of sqlparser's tree carries no location).
+    pub fn before_prefixes(&self, src: &str, line: u64, column: u64, count: usize) -> u64 {
+        let Some(&start) = self.line_starts.get((line.max(1) - 1) as usize) else {
+            return column;
+        };
+        let last = self.char_bytes.len() - 1;
+        let ch =
+            |i: usize| src.get(self.char_bytes[i]..self.char_bytes[(i + 1).min(last)]).and_then(|c| c.chars().next());
+        let mut at = (start + (column.max(1) - 1) as usize).min(last);
+        for _ in 0..count {
+            let mut j = at;
+            while j > start && ch(j - 1).is_some_and(char::is_whitespace) {
+                j -= 1;
+            }
+            if j > start && matches!(ch(j - 1), Some('-' | '+')) {
+                at = j - 1;
+            } else if j >= start + 3 && (j - 3..j).filter_map(ch).collect::<String>().eq_ignore_ascii_case("not") {
+                at = j - 3;
+            } else {
+                break;
+            }
+        }
+        (at - start + 1) as u64
+    }
+
     /// The path that a placeholder identifier at this location stands for.
     pub fn path_at(&self, line: u64, column: u64) -> Option<&PathToken> {
         self.paths.iter().find(|p| p.line == line && p.column == column)
@@ -246,7 +272,10 @@ mod tests {
         let found: Vec<_> = s.paths.iter().map(|p| p.original.as_str()).collect();
         assert_eq!(found, ["/a-b.c/d_é", "/a-b.c/d_é:n"]);
         assert_eq!(s.paths[1].line, 2);
-        assert_eq!(s.text.chars().count(), "select '/not:a path', \"/q\" from /a-b.c/d_é -- /x\n where /a-b.c/d_é:n>1 /* /y */".chars().count());
+        assert_eq!(
+            s.text.chars().count(),
+            "select '/not:a path', \"/q\" from /a-b.c/d_é -- /x\n where /a-b.c/d_é:n>1 /* /y */".chars().count()
+        );
         // Byte offsets of the user's text, also after a multi-byte character.
         let src = "select '/not:a path', \"/q\" from /a-b.c/d_é -- /x\n where /a-b.c/d_é:n>1 /* /y */";
         assert_eq!(s.offset(src, 2, 8), src.find("/a-b.c/d_é:n").unwrap());

@@ -9,8 +9,8 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use super::scan::{PathKind, Scanned, scan};
 use super::{
-    Delete, Insert, Located, OrderItem, OrderKey, Qualifier, Select, SelectItem, SqlError, SqlRef, Statement,
-    TableRef, Update,
+    Delete, Insert, Located, OrderItem, OrderKey, Qualifier, Select, SelectItem, SqlError, SqlRef, Statement, TableRef,
+    Update,
 };
 use crate::query::ast::{Aggregate, BinOp, Expr, Func, Literal, UnOp};
 use crate::query::parser::MAX_DEPTH;
@@ -51,11 +51,15 @@ pub(super) fn statement(src: &str) -> R<Statement> {
     let mut significant = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF));
     if let Some(t) = significant.next() {
         cx.start = t.span.start;
+        if !["SELECT", "INSERT", "UPDATE", "DELETE"].iter().any(|k| is_keyword(&t.token, k)) {
+            return Err(cx.err(t.span.start, "only SELECT, INSERT, UPDATE and DELETE statements are native SQL"));
+        }
     }
     // Where a second statement would start: after a `;` that is not the last token.
     let second = significant.skip_while(|t| t.token != Token::SemiColon).nth(1).map(|t| t.span.start);
     let headers = select_item_texts(&cx, &tokens);
-    let mut statements = Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements().map_err(|e| cx.parser_error(e))?;
+    let mut statements =
+        Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements().map_err(|e| cx.parser_error(e))?;
     if statements.len() > 1 {
         return Err(cx.err(second.unwrap_or(cx.start), "one statement at a time"));
     }
@@ -125,6 +129,15 @@ impl Cx<'_> {
             return self.src.len();
         }
         self.scanned.offset(self.src, loc.line, loc.column)
+    }
+
+    /// Where an expression starts, including prefix operators before its leftmost leaf.
+    fn leftmost(&self, e: &q::Expr) -> Location {
+        let (loc, unary) = leftmost_leaf(e);
+        if unary == 0 || loc.line == 0 {
+            return loc;
+        }
+        Location { line: loc.line, column: self.scanned.before_prefixes(self.src, loc.line, loc.column, unary) }
     }
 
     fn err(&self, loc: Location, message: impl Into<String>) -> SqlError {
@@ -245,7 +258,7 @@ impl Cx<'_> {
     // ---- expressions ----
 
     fn located(&self, e: q::Expr) -> R<Located<Expr<SqlRef>>> {
-        let position = self.offset(leftmost(&e));
+        let position = self.offset(self.leftmost(&e));
         Ok(Located { value: self.expr(e, 0)?, position })
     }
 
@@ -314,14 +327,14 @@ impl Cx<'_> {
 
     fn expr(&self, e: q::Expr, depth: usize) -> R<Expr<SqlRef>> {
         if depth > MAX_DEPTH {
-            return Err(self.err(leftmost(&e), format!("expression nested too deeply (limit {MAX_DEPTH})")));
+            return Err(self.err(self.leftmost(&e), format!("expression nested too deeply (limit {MAX_DEPTH})")));
         }
         let d = depth + 1;
         if let Some(r) = self.column_ref(&e)? {
             return Ok(Expr::Ref(r));
         }
         // Binary chains are where `leftmost` would walk far; their errors locate themselves.
-        let loc = if matches!(e, q::Expr::BinaryOp { .. }) { self.start } else { leftmost(&e) };
+        let loc = if matches!(e, q::Expr::BinaryOp { .. }) { self.start } else { self.leftmost(&e) };
         let loc_kind = if matches!(e, q::Expr::ILike { .. }) { LikeKind::ILike } else { LikeKind::Like };
         Ok(match e {
             q::Expr::Value(v) => Expr::Lit(self.literal(&v, false)?),
@@ -348,7 +361,7 @@ impl Cx<'_> {
                     q::BinaryOperator::And => BinOp::And,
                     q::BinaryOperator::Or => BinOp::Or,
                     other => {
-                        let at = leftmost(&right);
+                        let at = self.leftmost(&right);
                         return Err(self.unsupported(at, &format!("the operator {other}")));
                     }
                 };
@@ -361,6 +374,13 @@ impl Cx<'_> {
                 list: list.into_iter().map(|x| self.expr(x, d)).collect::<R<_>>()?,
                 negated,
             },
+            q::Expr::In { target: q::InTarget::Subquery(sub), .. } => {
+                let at = match &*sub.body {
+                    q::SetExpr::Select(s) => s.select_token.0.span.start,
+                    _ => loc,
+                };
+                return Err(self.unsupported(at, "a subquery"));
+            }
             q::Expr::Between { expr, negated, low, high } => Expr::Between {
                 expr: Box::new(self.expr(*expr, d)?),
                 low: Box::new(self.expr(*low, d)?),
@@ -375,7 +395,7 @@ impl Cx<'_> {
                     // Patterns escape with a backslash (as in the query language); that one
                     // may be named.
                     let ok = matches!(&*esc, q::Expr::Value(v) if v.value == q::Value::SingleQuotedString("\\".into()));
-                    self.refuse(!ok, leftmost(&esc), "an ESCAPE character other than '\\'")?;
+                    self.refuse(!ok, self.leftmost(&esc), "an ESCAPE character other than '\\'")?;
                 }
                 Expr::Like {
                     expr: Box::new(self.expr(*expr, d)?),
@@ -406,7 +426,12 @@ impl Cx<'_> {
             "avg" => Func::Aggregate(Aggregate::Avg, false),
             "min" => Func::Aggregate(Aggregate::Min, false),
             "max" => Func::Aggregate(Aggregate::Max, false),
-            _ => return Err(self.err(loc, format!("unknown function '{name}' (native SQL has count, sum, avg, min, max, lower, upper)"))),
+            _ => {
+                return Err(self.err(
+                    loc,
+                    format!("unknown function '{name}' (native SQL has count, sum, avg, min, max, lower, upper)"),
+                ));
+            }
         };
         self.refuse(
             f.uses_odbc_syntax
@@ -434,7 +459,7 @@ impl Cx<'_> {
         for a in list.args {
             match a {
                 q::FunctionArg::Unnamed(q::FunctionArgExpr::Expr(e)) => {
-                    let at = leftmost(&e);
+                    let at = self.leftmost(&e);
                     let e = self.expr(e, d)?;
                     if matches!(func, Func::Aggregate(..)) && e.has_aggregate() {
                         return Err(self.err(at, "aggregates do not nest"));
@@ -453,8 +478,18 @@ impl Cx<'_> {
 
     fn select(&self, query: q::Query, headers: Vec<String>) -> R<Select> {
         let loc = self.start;
-        let q::Query { with, body, order_by, limit_clause, fetch, locks, for_clause, settings, format_clause, pipe_operators } =
-            query;
+        let q::Query {
+            with,
+            body,
+            order_by,
+            limit_clause,
+            fetch,
+            locks,
+            for_clause,
+            settings,
+            format_clause,
+            pipe_operators,
+        } = query;
         self.refuse(with.is_some(), loc, "WITH")?;
         self.refuse(fetch.is_some(), loc, "FETCH")?;
         self.refuse(!locks.is_empty() || for_clause.is_some(), loc, "FOR …")?;
@@ -523,9 +558,9 @@ impl Cx<'_> {
         let mut items = Vec::new();
         for (i, item) in projection.into_iter().enumerate() {
             let iloc = match &item {
-                q::SelectItem::UnnamedExpr(e) | q::SelectItem::ExprWithAlias { expr: e, .. } => leftmost(e),
+                q::SelectItem::UnnamedExpr(e) | q::SelectItem::ExprWithAlias { expr: e, .. } => self.leftmost(e),
                 q::SelectItem::Wildcard(o) | q::SelectItem::QualifiedWildcard(_, o) => o.wildcard_token.0.span.start,
-                q::SelectItem::ExprWithAliases { expr, .. } => leftmost(expr),
+                q::SelectItem::ExprWithAliases { expr, .. } => self.leftmost(expr),
             };
             let position = self.offset(iloc);
             let written = headers.get(i).cloned().unwrap_or_default();
@@ -597,7 +632,7 @@ impl Cx<'_> {
                 exprs
                     .into_iter()
                     .map(|e| {
-                        let at = leftmost(&e);
+                        let at = self.leftmost(&e);
                         let position = self.offset(at);
                         match self.column_ref(&e)? {
                             Some(r) => Ok(Located { value: r, position }),
@@ -616,7 +651,7 @@ impl Cx<'_> {
                 return Err(self.unsupported(loc, "ORDER BY ALL"));
             };
             for o in list {
-                let at = leftmost(&o.expr);
+                let at = self.leftmost(&o.expr);
                 self.refuse(o.with_fill.is_some(), at, "WITH FILL")?;
                 self.refuse(o.options.nulls_first.is_some(), at, "NULLS FIRST/LAST")?;
                 let descending = match o.options.sort {
@@ -644,14 +679,14 @@ impl Cx<'_> {
                 }
             }
             Some(q::LimitClause::OffsetCommaLimit { offset: o, .. }) => {
-                return Err(self.unsupported(leftmost(&o), "LIMIT <offset>, <count> (write LIMIT n OFFSET m)"));
+                return Err(self.unsupported(self.leftmost(&o), "LIMIT <offset>, <count> (write LIMIT n OFFSET m)"));
             }
         }
         Ok(Select { distinct, items, from: tables, filters, group_by, having, order_by: order, limit, offset })
     }
 
     fn count(&self, e: &q::Expr, what: &str) -> R<u64> {
-        literal_int(e).ok_or_else(|| self.err(leftmost(e), format!("{what} takes a non-negative integer")))
+        literal_int(e).ok_or_else(|| self.err(self.leftmost(e), format!("{what} takes a non-negative integer")))
     }
 
     fn plain_wildcard(&self, o: &q::WildcardAdditionalOptions, loc: Location) -> R<()> {
@@ -728,7 +763,11 @@ impl Cx<'_> {
         };
         let sloc = loc;
         let q::Query { with, body, order_by, limit_clause, fetch, .. } = *source;
-        self.refuse(with.is_some() || order_by.is_some() || limit_clause.is_some() || fetch.is_some(), sloc, "this clause")?;
+        self.refuse(
+            with.is_some() || order_by.is_some() || limit_clause.is_some() || fetch.is_some(),
+            sloc,
+            "this clause",
+        )?;
         let q::SetExpr::Values(values) = *body else {
             return Err(self.unsupported(sloc, "INSERT … SELECT"));
         };
@@ -736,7 +775,7 @@ impl Cx<'_> {
         for row in values.rows {
             let mut out = Vec::new();
             for v in row.content {
-                let at = leftmost(&v);
+                let at = self.leftmost(&v);
                 let lit = match v {
                     q::Expr::Value(v) => self.literal(&v, false)?,
                     q::Expr::UnaryOp { op: q::UnaryOperator::Minus, expr } => match *expr {
@@ -826,18 +865,25 @@ enum LikeKind {
 
 /// Where an expression starts, found without recursion (a long `a AND b AND …` chain is a
 /// left-deep tree; `Spanned::span` would walk all of it).
-fn leftmost(e: &q::Expr) -> Location {
+fn leftmost_leaf(e: &q::Expr) -> (Location, usize) {
     let mut e = e;
+    let mut unary = 0;
     loop {
         e = match e {
             q::Expr::BinaryOp { left, .. } => left,
             q::Expr::IsNull(x) | q::Expr::IsNotNull(x) => x,
             q::Expr::In { expr, .. } | q::Expr::Between { expr, .. } => expr,
             q::Expr::Like { expr, .. } | q::Expr::ILike { expr, .. } => expr,
-            q::Expr::Identifier(id) => return id.span.start,
-            q::Expr::CompoundIdentifier(ids) => return ids.first().map_or(Location { line: 0, column: 0 }, |i| i.span.start),
-            q::Expr::Value(v) => return v.span.start,
-            q::Expr::UnaryOp { expr, .. } | q::Expr::Nested(expr) => expr,
+            q::Expr::Identifier(id) => return (id.span.start, unary),
+            q::Expr::CompoundIdentifier(ids) => {
+                return (ids.first().map_or(Location { line: 0, column: 0 }, |i| i.span.start), unary);
+            }
+            q::Expr::Value(v) => return (v.span.start, unary),
+            q::Expr::UnaryOp { expr, .. } => {
+                unary += 1;
+                expr
+            }
+            q::Expr::Nested(expr) => expr,
             q::Expr::IsTrue(x) | q::Expr::IsNotTrue(x) | q::Expr::IsFalse(x) | q::Expr::IsNotFalse(x) => x,
             q::Expr::IsUnknown(x) | q::Expr::IsNotUnknown(x) => x,
             q::Expr::IsDistinctFrom(x, _) | q::Expr::IsNotDistinctFrom(x, _) => x,
@@ -846,14 +892,14 @@ fn leftmost(e: &q::Expr) -> Location {
             q::Expr::AtTimeZone { timestamp, .. } => timestamp,
             q::Expr::AnyOp { left, .. } | q::Expr::AllOp { left, .. } => left,
             q::Expr::CompoundFieldAccess { root, .. } => root,
-            q::Expr::Function(f) => return f.name.span().start,
-            q::Expr::Case { case_token, .. } => return case_token.0.span.start,
+            q::Expr::Function(f) => return (f.name.span().start, unary),
+            q::Expr::Case { case_token, .. } => return (case_token.0.span.start, unary),
             q::Expr::Subquery(query) | q::Expr::Exists { subquery: query, .. } => match &*query.body {
-                q::SetExpr::Select(s) => return s.select_token.0.span.start,
-                _ => return Location { line: 0, column: 0 },
+                q::SetExpr::Select(s) => return (s.select_token.0.span.start, unary),
+                _ => return (Location { line: 0, column: 0 }, unary),
             },
             // Other nodes do not nest without bound (sqlparser limits recursion to 50 levels).
-            other => return other.span().start,
+            other => return (other.span().start, unary),
         };
     }
 }
