@@ -117,7 +117,10 @@ impl SqlScope {
                     [i] => *i,
                     [] => 0, // reported below as a missing attribute of the first table
                     _ => {
-                        return Err(at(r.position, format!("'{}' is ambiguous; qualify it (alias.{})", r.name, r.name)));
+                        return Err(at(
+                            r.position,
+                            format!("'{}' is ambiguous; qualify it (alias.{})", r.name, r.name),
+                        ));
                     }
                 }
             }
