@@ -121,16 +121,36 @@ pub struct SelectPlan {
     /// Entry permissions enforced inside the statement (`None`: every row, for root and for
     /// internal existence checks).
     pub access: Option<EntryAccess>,
+    /// Grouping columns (native SQL `GROUP BY`; column references only, so that both databases
+    /// recognise them in the select list). Empty for the query language.
+    pub group_by: Vec<ast::Expr<Term>>,
+    /// Condition on groups (native SQL `HAVING`); may use aggregates.
+    pub having: Option<ast::Expr<Term>>,
+    /// Rows skipped before the first one returned (native SQL `OFFSET`).
+    pub offset: Option<u64>,
 }
 
 impl SelectPlan {
+    /// Whether rows are groups: a `GROUP BY`, a `HAVING`, or an aggregate in the output or the
+    /// order (one group of all rows then).
+    pub fn is_grouped(&self) -> bool {
+        !self.group_by.is_empty()
+            || self.having.is_some()
+            || self.columns.iter().any(ast::Expr::has_aggregate)
+            || self.order_by.iter().any(|o| o.expr.has_aggregate())
+    }
+
     /// The full sort key of every row: user order, then (for DISTINCT) the output columns, else
-    /// every joined table's entry id. Rows are streamed with these keys appended after the columns,
-    /// so a cursor position is just the last row's key.
+    /// (for groups) the grouping columns, else every joined table's entry id. Rows are streamed
+    /// with these keys appended after the columns, so a cursor position is just the last row's
+    /// key. A group's key is unique because its grouping columns are; an aggregate without
+    /// `GROUP BY` is one row, whose key may be empty.
     pub fn order_keys(&self) -> Vec<ast::OrderItem<Term>> {
         let mut keys = self.order_by.clone();
         if self.distinct {
             keys.extend(self.columns.iter().map(|c| ast::OrderItem { expr: c.clone(), descending: false }));
+        } else if self.is_grouped() {
+            keys.extend(self.group_by.iter().map(|c| ast::OrderItem { expr: c.clone(), descending: false }));
         } else {
             keys.extend((0..self.tables.len()).map(|t| ast::OrderItem {
                 expr: ast::Expr::Ref(Term::Column {

@@ -75,6 +75,32 @@ pub enum UnOp {
 pub enum Func {
     Lower,
     Upper,
+    /// An aggregate over the rows of a group, `distinct` when written `f(DISTINCT x)`. Only
+    /// native SQL produces these (the condition language has no grouping); `COUNT(*)` is a
+    /// `Count` call without arguments.
+    Aggregate(Aggregate, bool),
+}
+
+/// The SQL-92 set functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+impl Aggregate {
+    pub fn name(self) -> &'static str {
+        match self {
+            Aggregate::Count => "count",
+            Aggregate::Sum => "sum",
+            Aggregate::Avg => "avg",
+            Aggregate::Min => "min",
+            Aggregate::Max => "max",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +165,23 @@ impl<R> Expr<R> {
                 high.for_each_ref(f);
             }
             Expr::IsNull { expr, .. } => expr.for_each_ref(f),
+        }
+    }
+
+    /// Whether an aggregate call occurs anywhere in the tree.
+    pub fn has_aggregate(&self) -> bool {
+        match self {
+            Expr::Lit(_) | Expr::Ref(_) => false,
+            Expr::Call(Func::Aggregate(..), _) => true,
+            Expr::Unary(_, e) => e.has_aggregate(),
+            Expr::Binary(_, a, b) => a.has_aggregate() || b.has_aggregate(),
+            Expr::Call(_, args) => args.iter().any(Expr::has_aggregate),
+            Expr::Like { expr, pattern, .. } => expr.has_aggregate() || pattern.has_aggregate(),
+            Expr::InList { expr, list, .. } => expr.has_aggregate() || list.iter().any(Expr::has_aggregate),
+            Expr::Between { expr, low, high, .. } => {
+                expr.has_aggregate() || low.has_aggregate() || high.has_aggregate()
+            }
+            Expr::IsNull { expr, .. } => expr.has_aggregate(),
         }
     }
 

@@ -8,4 +8,5 @@ mod print;
 pub use parser::{ParseError, parse_condition, parse_expr};
 
 pub mod resolve;
+pub mod sql;
 pub use resolve::{Column, Scope, TableSchema, Term, expr_type};

@@ -129,10 +129,24 @@ fn write_expr(f: &mut Formatter<'_>, e: &Expr<AttrRef>, nested: bool) -> fmt::Re
             write!(f, " {} ", binop_str(*op))?;
             write_expr(f, b, true)?;
         }
+        Expr::Call(Func::Aggregate(agg, distinct), args) => {
+            // Native SQL only; printed in SQL form (the condition language cannot read it back).
+            f.write_str(agg.name())?;
+            match (args.as_slice(), distinct) {
+                ([], _) => f.write_str("(*)")?,
+                ([a], true) => {
+                    f.write_str("(distinct ")?;
+                    write_expr(f, a, false)?;
+                    f.write_char(')')?;
+                }
+                _ => write_list(f, args)?,
+            }
+        }
         Expr::Call(func, args) => {
             f.write_str(match func {
                 Func::Lower => "lower",
                 Func::Upper => "upper",
+                Func::Aggregate(..) => unreachable!("handled above"),
             })?;
             write_list(f, args)?;
         }

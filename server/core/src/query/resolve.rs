@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::path;
-use crate::query::ast::{AttrRef, Condition, Expr, Literal, OrderItem, UnOp};
+use crate::query::ast::{Aggregate, AttrRef, Condition, Expr, Func, Literal, OrderItem, UnOp};
 use crate::store::{AttrDef, CollectionInfo};
 use crate::types::{AttrType, Value, ValueType};
 
@@ -88,10 +88,7 @@ impl Scope {
 
     /// Resolve and type-check one expression.
     pub fn resolve(&self, e: Expr<AttrRef>) -> Result<Expr<Term>> {
-        let e = e.try_map_refs(&mut |r| self.resolve_ref(r))?;
-        let e = lift_literals(e);
-        check(&e)?;
-        Ok(coerce(e))
+        typecheck(e.try_map_refs(&mut |r| self.resolve_ref(r))?)
     }
 
     /// Resolve a boolean condition with its modifiers.
@@ -113,6 +110,15 @@ impl Scope {
             .collect::<Result<Vec<_>>>()?;
         Ok(Condition { filter, order_by, limit: c.limit, distinct: c.distinct })
     }
+}
+
+/// Type-check an expression whose references are bound already (by [`Scope::resolve`], or by
+/// native SQL's own name resolution, which knows aliases and self-joins): literals become typed
+/// constants and are converted to the type they meet.
+pub fn typecheck(e: Expr<Term>) -> Result<Expr<Term>> {
+    let e = lift_literals(e);
+    check(&e)?;
+    Ok(coerce(e))
 }
 
 /// Absolute paths of every collection an expression names explicitly, in order of appearance.
@@ -206,6 +212,14 @@ pub fn expr_type(e: &Expr<Term>) -> ValueType {
             }
         }
         Expr::Binary(..) => ValueType::Bool,
+        Expr::Call(Func::Aggregate(agg, _), args) => match (agg, args.first().map(expr_type)) {
+            (Aggregate::Count, _) => ValueType::Int,
+            (Aggregate::Avg, _) => ValueType::Float,
+            (Aggregate::Sum, Some(ValueType::Int)) => ValueType::Int,
+            (Aggregate::Sum, _) => ValueType::Float,
+            (Aggregate::Min | Aggregate::Max, Some(t)) => t,
+            (Aggregate::Min | Aggregate::Max, None) => ValueType::Text,
+        },
         Expr::Call(..) => ValueType::Text,
         Expr::Like { .. } | Expr::InList { .. } | Expr::Between { .. } | Expr::IsNull { .. } => ValueType::Bool,
     }
@@ -252,6 +266,24 @@ fn check(e: &Expr<Term>) -> Result<()> {
                 want(b, ValueType::Bool, "and/or")
             } else {
                 comparable(a, b)
+            }
+        }
+        Expr::Call(Func::Aggregate(agg, distinct), args) => {
+            args.iter().try_for_each(check)?;
+            let name = agg.name();
+            match (agg, args.as_slice()) {
+                (Aggregate::Count, []) if !distinct => Ok(()),
+                (Aggregate::Count, [_]) => Ok(()),
+                (Aggregate::Sum | Aggregate::Avg, [a]) => want_numeric(a, name),
+                (Aggregate::Min | Aggregate::Max, [a]) => {
+                    // PostgreSQL has no min/max over booleans; refuse them on both backends.
+                    if expr_type(a) == ValueType::Bool && !is_null_lit(a) {
+                        Err(Error::IllegalQuery(format!("{name} needs numbers, text or timestamps, got bool")))
+                    } else {
+                        Ok(())
+                    }
+                }
+                _ => Err(Error::IllegalQuery(format!("{name}() takes one argument"))),
             }
         }
         Expr::Call(_, args) => {

@@ -407,6 +407,9 @@ impl<S: Store> Catalogue<S> {
             limit: None,
             after: None,
             access: EntryAccess::new(&who, vec![READ]),
+            group_by: Vec::new(),
+            having: None,
+            offset: None,
         };
         let n = match t.exact {
             Some(_) => self.run_select_one(&mut conn, &plan, sink).await?,
@@ -666,6 +669,9 @@ fn plan_from(
         limit: cond.limit,
         after: None,
         access: None,
+        group_by: Vec::new(),
+        having: None,
+        offset: None,
     })
 }
 

@@ -12,6 +12,7 @@ pub mod cursor;
 mod entries;
 mod indexes;
 mod namespace;
+mod native_sql;
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};

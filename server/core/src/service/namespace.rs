@@ -203,6 +203,9 @@ impl<S: Store> Catalogue<S> {
             limit: None,
             after: None,
             access: EntryAccess::new(&who, vec![READ]),
+            group_by: Vec::new(),
+            having: None,
+            offset: None,
         };
         let mut rows: Vec<Vec<Option<String>>> = Vec::new();
         self.run_select(&mut conn, &plan, &mut rows).await?;
@@ -420,6 +423,9 @@ pub(crate) async fn entry_visible<C: StoreConn>(
         limit: Some(1),
         after: None,
         access,
+        group_by: Vec::new(),
+        having: None,
+        offset: None,
     };
     let (tx, mut rx) = tokio::sync::mpsc::channel(2);
     let n = conn.select(&plan, tx).await?;
@@ -458,6 +464,9 @@ async fn stream_names<S: Store, K: RowSink>(
         limit: None,
         after: None,
         access: EntryAccess::new(who, vec![READ]),
+        group_by: Vec::new(),
+        having: None,
+        offset: None,
     };
     let mut adapter = MapSink {
         inner: sink,

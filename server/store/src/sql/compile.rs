@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use ardacat_core::query::ast::{BinOp, Expr, Func, Literal, UnOp};
+use ardacat_core::query::ast::{Aggregate, BinOp, Expr, Func, Literal, UnOp};
 use ardacat_core::query::{Column, Term, expr_type};
 use ardacat_core::store::{AttrDef, DeletePlan, EntryAccess, SelectPlan, UpdatePlan};
 use ardacat_core::types::{Value, ValueType};
@@ -126,10 +126,12 @@ impl Builder {
                 self.expr(b);
                 self.sql.push(')');
             }
+            Expr::Call(Func::Aggregate(agg, distinct), args) => self.aggregate(*agg, *distinct, args),
             Expr::Call(f, args) => {
                 self.sql.push_str(match f {
                     Func::Lower => "lower(",
                     Func::Upper => "upper(",
+                    Func::Aggregate(..) => unreachable!("handled above"),
                 });
                 for (i, a) in args.iter().enumerate() {
                     if i > 0 {
@@ -175,6 +177,39 @@ impl Builder {
                 self.sql.push('(');
                 self.expr(expr);
                 self.sql.push_str(if *negated { " IS NOT NULL)" } else { " IS NULL)" });
+            }
+        }
+    }
+
+    /// An aggregate call. PostgreSQL's `sum(bigint)` and `avg(…)` answer `numeric`, which
+    /// neither the row decoders nor SQLite know: the casts make both databases answer the type
+    /// `expr_type` promises (BIGINT for integer sums, DOUBLE PRECISION for averages).
+    fn aggregate(&mut self, agg: Aggregate, distinct: bool, args: &[Expr<Term>]) {
+        let name = match agg {
+            Aggregate::Count => "COUNT",
+            Aggregate::Sum => "SUM",
+            Aggregate::Avg => "AVG",
+            Aggregate::Min => "MIN",
+            Aggregate::Max => "MAX",
+        };
+        let inner = match args.first() {
+            None => "*".to_string(),
+            Some(a) => {
+                let a = self.sub(a);
+                if distinct { format!("DISTINCT {a}") } else { a }
+            }
+        };
+        let cast = match (agg, args.first().map(expr_type)) {
+            (Aggregate::Sum, Some(ValueType::Int)) => Some("BIGINT"),
+            (Aggregate::Avg, _) => Some("DOUBLE PRECISION"),
+            _ => None,
+        };
+        match cast {
+            Some(t) => {
+                let _ = write!(self.sql, "CAST({name}({inner}) AS {t})");
+            }
+            None => {
+                let _ = write!(self.sql, "{name}({inner})");
             }
         }
     }
@@ -339,9 +374,19 @@ pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
             conds.extend(b.access(i, *id, access));
         }
     }
-    if let Some(after) = &plan.after {
-        conds.push(keyset_after(&mut b, &key_sql, after));
+    // Groups are filtered after grouping: their keyset position goes to HAVING, beside the
+    // user's HAVING (the access predicates above stay in WHERE, so hidden rows are never
+    // counted). An aggregate without GROUP BY is one row: nothing comes after it.
+    let grouped = plan.is_grouped();
+    let mut group_conds = Vec::new();
+    if let Some(h) = &plan.having {
+        group_conds.push(b.sub(h));
     }
+    if let Some(after) = &plan.after {
+        let k = if key_sql.is_empty() { "(1 = 0)".to_string() } else { keyset_after(&mut b, &key_sql, after) };
+        if grouped { group_conds.push(k) } else { conds.push(k) }
+    }
+    let group_sql: Vec<String> = plan.group_by.iter().map(|g| b.sub(g)).collect();
     let mut sql = format!(
         "SELECT {}{} FROM {}",
         if plan.distinct { "DISTINCT " } else { "" },
@@ -350,6 +395,12 @@ pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
     );
     if !conds.is_empty() {
         let _ = write!(sql, " WHERE {}", conds.join(" AND "));
+    }
+    if !group_sql.is_empty() {
+        let _ = write!(sql, " GROUP BY {}", group_sql.join(", "));
+    }
+    if !group_conds.is_empty() {
+        let _ = write!(sql, " HAVING {}", group_conds.join(" AND "));
     }
     // Ordinals: the keys are in the select list already, and DISTINCT requires it.
     let order: Vec<String> = key_sql
@@ -364,6 +415,13 @@ pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
     }
     if let Some(n) = plan.limit {
         let _ = write!(sql, " LIMIT {n}");
+    }
+    if let Some(n) = plan.offset {
+        // SQLite takes OFFSET only after a LIMIT; -1 is its "no limit".
+        if plan.limit.is_none() && d == Dialect::Sqlite {
+            sql.push_str(" LIMIT -1");
+        }
+        let _ = write!(sql, " OFFSET {n}");
     }
     let mut types = plan.column_types.clone();
     types.extend(key_sql.iter().map(|(_, _, t)| *t));
@@ -490,6 +548,9 @@ mod tests {
             limit: Some(5),
             after: None,
             access: None,
+            group_by: Vec::new(),
+            having: None,
+            offset: None,
         }
     }
 
@@ -553,6 +614,62 @@ mod tests {
         assert_eq!(
             c.sql,
             "UPDATE e5 SET a4 = (e5.a4 + ?1), modified = ?2 WHERE EXISTS (SELECT 1 FROM e9 AS t1 WHERE (e5.a2 = t1.a8))"
+        );
+    }
+
+    #[test]
+    fn grouped_select_with_having_offset_and_keyset() {
+        use ardacat_core::query::ast::Aggregate;
+        let count = Expr::Call(Func::Aggregate(Aggregate::Count, false), vec![]);
+        let sum = Expr::Call(Func::Aggregate(Aggregate::Sum, false), vec![col(0, Column::Attr(3), ValueType::Int)]);
+        let mut p = SelectPlan {
+            tables: vec![5],
+            columns: vec![col(0, Column::Attr(2), ValueType::Text), count.clone(), sum],
+            column_types: vec![ValueType::Text, ValueType::Int, ValueType::Int],
+            filter: None,
+            name_patterns: vec![],
+            order_by: vec![OrderItem { expr: count.clone(), descending: true }],
+            distinct: false,
+            limit: None,
+            after: None,
+            access: None,
+            group_by: vec![col(0, Column::Attr(2), ValueType::Text)],
+            having: Some(Expr::Binary(
+                BinOp::Gt,
+                Box::new(count),
+                Box::new(Expr::Ref(Term::Const(Value::Int(1), ValueType::Int))),
+            )),
+            offset: Some(4),
+        };
+        // Keys: the user's order, then the grouping column (no row ids: they are not grouped).
+        let c = compile_select(Dialect::Postgres, &p);
+        assert_eq!(
+            c.sql,
+            "SELECT t0.a2, COUNT(*), CAST(SUM(t0.a3) AS BIGINT), COUNT(*), t0.a2 FROM e5 AS t0 \
+             GROUP BY t0.a2 HAVING (COUNT(*) > $1::int8) ORDER BY 4 DESC NULLS LAST, 5 ASC NULLS FIRST OFFSET 4"
+        );
+        assert!(compile_select(Dialect::Sqlite, &p).sql.ends_with(" LIMIT -1 OFFSET 4"));
+        // A continuation filters groups, so it goes to HAVING.
+        p.after = Some(vec![Value::Int(3), Value::Text("x".into())]);
+        let c = compile_select(Dialect::Sqlite, &p);
+        assert!(c.sql.contains("HAVING (COUNT(*) > ?1) AND (((COUNT(*) < ?"), "{}", c.sql);
+        assert!(!c.sql.contains("WHERE"), "{}", c.sql);
+        // An aggregate without GROUP BY is one row: nothing follows it.
+        p.group_by.clear();
+        p.having = None;
+        p.order_by.clear();
+        p.columns.remove(0);
+        p.column_types.remove(0);
+        p.after = Some(vec![]);
+        let c = compile_select(Dialect::Sqlite, &p);
+        assert!(c.sql.ends_with("HAVING (1 = 0) LIMIT -1 OFFSET 4"), "{}", c.sql);
+        // Averages are doubles on both databases.
+        let avg = Expr::Call(Func::Aggregate(Aggregate::Avg, true), vec![col(0, Column::Attr(3), ValueType::Int)]);
+        p.columns = vec![avg];
+        assert!(
+            compile_select(Dialect::Sqlite, &p)
+                .sql
+                .starts_with("SELECT CAST(AVG(DISTINCT t0.a3) AS DOUBLE PRECISION) FROM")
         );
     }
 
