@@ -444,4 +444,36 @@ async fn permissions(b: Backend) {
     assert_eq!(ok(&cat, a, "SELECT OWNER FROM /mine WHERE FILE = 'm3'").await[1], ["alice"]);
 }
 
-on_both_backends!(select_clauses, aggregates, writes, errors, permissions);
+/// The same statements over the real server's TCP port: the raw line reaches the catalogue (SQL's
+/// single quotes survive), a SELECT answers one header line per column then one line per value,
+/// writes answer no lines, errors keep their codes, and a statement inside an `upload` is refused
+/// like any other command there.
+async fn over_tcp(b: Backend) {
+    let server = common::TestServer::start(b).await;
+    let mut c = server.raw().await;
+    for line in ["createdir /jobs", "addattr /jobs events int", "addattr /jobs status varchar(20)"] {
+        common::ok(&mut c, line).await;
+    }
+    assert!(common::ok(&mut c, "INSERT INTO /jobs (FILE, events, status) VALUES ('j1', 3, 'done'), ('j2', 9, 'it''s running')").await.is_empty());
+    assert_eq!(
+        common::ok(&mut c, "SELECT FILE, events FROM /jobs WHERE events > 5").await,
+        ["FILE", "events", "j2", "9"]
+    );
+    assert_eq!(common::ok(&mut c, "select status from /jobs where FILE = 'j2'").await, ["status", "it's running"]);
+    assert_eq!(common::ok(&mut c, "SELECT COUNT(*), SUM(events) FROM /jobs").await, ["COUNT(*)", "SUM(events)", "2", "12"]);
+    assert!(common::ok(&mut c, "UPDATE /jobs SET events = events + 1 WHERE FILE = 'j1'").await.is_empty());
+    assert_eq!(common::ok(&mut c, "getattr /jobs/j1 events").await, ["j1", "4"]);
+    assert!(common::ok(&mut c, "DELETE FROM /jobs WHERE events > 5").await.is_empty());
+    assert_eq!(common::ok(&mut c, "SELECT FILE FROM /jobs").await, ["FILE", "j1"]);
+    // AMGA's own `update <pattern> …` is not SQL; the SQL shape needs SET.
+    common::fails(&mut c, "SELECT FILE FROM /jobs WHERE", 8).await;
+    common::fails(&mut c, "SELECT nosuch FROM /jobs", 10).await;
+    common::fails(&mut c, "SELECT FILE FROM /nowhere", 1).await;
+    // Inside an upload only put/commit/abort: the statement spoils the upload, the commit says so.
+    c.send(b"upload /jobs events status\nput j5 5 new\nSELECT FILE FROM /jobs\n").await;
+    let (code, _) = c.lines("commit").await;
+    assert_eq!(code, 3, "the upload failed because of the statement");
+    assert_eq!(common::ok(&mut c, "SELECT COUNT(*) FROM /jobs").await, ["COUNT(*)", "1"]);
+}
+
+on_both_backends!(select_clauses, aggregates, writes, errors, permissions, over_tcp);

@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ardacat_core::Error;
+use ardacat_core::query::sql;
 use ardacat_proto::{ClientFrame, ProtoError, ServerCodec, tokenize, tokenize_escaped};
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -125,7 +126,7 @@ pub(super) async fn command_loop<R, W>(
         };
         shared.stats.commands.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
-        let op = command::label(first_word(&line));
+        let op = if sql::is_statement(&line) { "sql" } else { command::label(first_word(&line)) };
         let mut reply = Reply::new(&mut writer, state.escape);
         let mut cancelled = false;
         let result = {
@@ -204,6 +205,11 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     reply: &mut Reply<'_, W>,
 ) -> Result<Outcome, Error> {
     let parse_started = Instant::now();
+    // Native SQL (AMGA >= 1.9) is told apart by its shape and goes to the catalogue as the raw
+    // line: AMGA's tokenizer would strip SQL's own quotes.
+    if sql::is_statement(line) {
+        return run_sql(shared, st, line, reply).await;
+    }
     let args: Vec<String> = if st.escape {
         tokenize_escaped(line)
             .map_err(|e| Error::IllegalCommand(e.to_string()))?
@@ -232,4 +238,24 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
         return Ok(Outcome::Silent);
     }
     command::run(cmd.cmd, Ctx { shared, st, reply }).await
+}
+
+/// A native SQL statement: `SELECT` answers one header line per column, then one line per
+/// value; `INSERT`, `UPDATE` and `DELETE` answer no data lines.
+async fn run_sql<W: AsyncWrite + Unpin + Send>(
+    shared: &Shared,
+    st: &mut ConnState,
+    line: &str,
+    reply: &mut Reply<'_, W>,
+) -> Result<Outcome, Error> {
+    if let Some(u) = st.upload.as_mut() {
+        u.fail(Error::IllegalCommand("only put, commit or abort inside an upload".into()));
+        return Ok(Outcome::Silent);
+    }
+    shared.catalogue.refresh_if_changed(&mut st.session).await?;
+    if !first_word(line).eq_ignore_ascii_case("select") {
+        tracing::info!(target: "audit", user = %st.session.principal.user, peer = %st.peer, command = %first_word(line), "write");
+    }
+    shared.catalogue.sql(&mut st.session, line, reply).await?;
+    Ok(Outcome::Done)
 }
