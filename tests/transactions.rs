@@ -71,6 +71,9 @@ async fn failed_commands_keep_the_transaction(b: Backend) {
         ("addentries /t/n1 /t/e", 15),
         ("sequence_create q /t", 15),
         ("user_subject_add u1 '/CN=u1'", 15),
+        ("updateattr /t/big a 'a + 1' 'a > 0'", 18),
+        ("updateattr /t/big f 'f * 10' 'f > 0'", 18),
+        ("selectattr /t:a 'a * 2 > 10'", 18),
         // Refused by the service:
         ("createdir /t/sub", 16),
         ("rmdir /t", 11),
@@ -142,6 +145,7 @@ async fn failed_commands_keep_the_transaction(b: Backend) {
     ok(&mut c, "addentry /t/gone").await;
     assert_eq!(code(&mut c, "sequence_create q /t").await, 15);
     assert_eq!(code(&mut c, "addentry /t/e").await, 15);
+    assert_eq!(code(&mut c, "selectattr /t:a 'a * 2 > 10'").await, 18);
     ok(&mut c, "abort").await;
     assert_eq!(code(&mut other, "getattr /t/gone a").await, 1);
 }

@@ -28,6 +28,8 @@ impl From<StoreError> for Error {
 pub fn map_err(e: StoreError) -> Error {
     match e {
         StoreError::UniqueViolation(m) => Error::Exists(m),
+        // The service names the expression (`Error::Overflow` is re-labelled where it ran).
+        StoreError::NumericOverflow(_) => Error::Overflow("an expression".into()),
         StoreError::PoolTimeout => Error::LimitExceeded("no database connection free in time".into()),
         StoreError::Busy => Error::Transaction("the database is busy; try again".into()),
         StoreError::Timeout => Error::LimitExceeded("query time limit exceeded; the statement was cancelled".into()),

@@ -135,6 +135,16 @@ pub struct QueryPage {
     pub next: Option<Vec<Value>>,
 }
 
+impl SelectSpec {
+    /// The query-language texts of the spec, for [`overflow_in`].
+    fn texts(&self) -> Vec<Text<'_>> {
+        let mut t: Vec<Text<'_>> = self.select.iter().map(|s| Text::Expr(s)).collect();
+        t.push(Text::Condition(&self.condition));
+        t.extend(self.order_by.as_deref().map(Text::Expr));
+        t
+    }
+}
+
 impl<S: Store> Catalogue<S> {
     /// Stream a plan's rows into `sink`, formatted as wire text. The keys the store appends
     /// after the columns are dropped here.
@@ -403,6 +413,7 @@ impl<S: Store> Catalogue<S> {
             t.matched(conn, n, Matched::Changes(&who, own, condition.is_some())).await
         })
         .await
+        .map_err(|e| overflow_in(e, &condition.map(Text::Condition).into_iter().collect::<Vec<_>>()))
     }
 
     /// `getattr <pattern> <attr>…`: per entry, its name then the values (bulk get).
@@ -481,6 +492,7 @@ impl<S: Store> Catalogue<S> {
             self.run_select(conn, &plan, sink).await
         })
         .await
+        .map_err(|e| overflow_in(e, &[Text::Condition(condition)]))
     }
 
     /// `selectattr <expr>… <condition>`: rows of the expressions over the implicit join.
@@ -492,6 +504,7 @@ impl<S: Store> Catalogue<S> {
             self.run_select(conn, &plan, sink).await
         })
         .await
+        .map_err(|e| overflow_in(e, &spec.texts()))
     }
 
     async fn plan_select(
@@ -576,6 +589,7 @@ impl<S: Store> Catalogue<S> {
             Ok(QueryPage { columns: spec.select.clone(), rows, next: if more { last_key } else { None } })
         })
         .await
+        .map_err(|e| overflow_in(e, &spec.texts()))
     }
 
     /// `updateattr <pattern> (attr expr)… <condition>`: update by query with implicit joins.
@@ -636,6 +650,11 @@ impl<S: Store> Catalogue<S> {
             t.matched(conn, n, Matched::Changes(&who, WRITE, true)).await
         })
         .await
+        .map_err(|e| {
+            let mut texts: Vec<Text<'_>> = assignments.iter().map(|(_, e)| Text::Expr(e)).collect();
+            texts.push(Text::Condition(condition));
+            overflow_in(e, &texts)
+        })
     }
 }
 
@@ -686,6 +705,33 @@ fn plan_from(
         after: None,
         access: None,
     })
+}
+
+/// A piece of query-language text of a command, for [`overflow_in`].
+enum Text<'a> {
+    Expr(&'a str),
+    Condition(&'a str),
+}
+
+/// Names the command's expressions in an arithmetic overflow (code 18): the store only knows a
+/// statement overflowed, the service knows the texts it came from. Only the texts that compute
+/// something are named (all of them if none seems to). Other errors pass unchanged.
+fn overflow_in(e: Error, texts: &[Text<'_>]) -> Error {
+    let Error::Overflow(_) = e else { return e };
+    let computes = |t: &Text<'_>| match t {
+        Text::Expr(s) => query::parse_expr(s).is_ok_and(|e| e.has_arithmetic()),
+        Text::Condition(s) => query::parse_condition(s).is_ok_and(|c| {
+            c.filter.as_ref().is_some_and(Expr::has_arithmetic) || c.order_by.iter().any(|o| o.expr.has_arithmetic())
+        }),
+    };
+    let text = |t: &Text<'_>| match t {
+        Text::Expr(s) | Text::Condition(s) => format!("'{}'", s.trim()),
+    };
+    let mut named: Vec<String> = texts.iter().filter(|t| computes(t)).map(text).collect();
+    if named.is_empty() {
+        named = texts.iter().map(text).collect();
+    }
+    Error::Overflow(named.join(", "))
 }
 
 /// Turns the rows a store returns for a plan into wire rows: the plan's columns only (the
