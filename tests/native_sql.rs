@@ -454,13 +454,23 @@ async fn over_tcp(b: Backend) {
     for line in ["createdir /jobs", "addattr /jobs events int", "addattr /jobs status varchar(20)"] {
         common::ok(&mut c, line).await;
     }
-    assert!(common::ok(&mut c, "INSERT INTO /jobs (FILE, events, status) VALUES ('j1', 3, 'done'), ('j2', 9, 'it''s running')").await.is_empty());
+    assert!(
+        common::ok(
+            &mut c,
+            "INSERT INTO /jobs (FILE, events, status) VALUES ('j1', 3, 'done'), ('j2', 9, 'it''s running')"
+        )
+        .await
+        .is_empty()
+    );
     assert_eq!(
         common::ok(&mut c, "SELECT FILE, events FROM /jobs WHERE events > 5").await,
         ["FILE", "events", "j2", "9"]
     );
     assert_eq!(common::ok(&mut c, "select status from /jobs where FILE = 'j2'").await, ["status", "it's running"]);
-    assert_eq!(common::ok(&mut c, "SELECT COUNT(*), SUM(events) FROM /jobs").await, ["COUNT(*)", "SUM(events)", "2", "12"]);
+    assert_eq!(
+        common::ok(&mut c, "SELECT COUNT(*), SUM(events) FROM /jobs").await,
+        ["COUNT(*)", "SUM(events)", "2", "12"]
+    );
     assert!(common::ok(&mut c, "UPDATE /jobs SET events = events + 1 WHERE FILE = 'j1'").await.is_empty());
     assert_eq!(common::ok(&mut c, "getattr /jobs/j1 events").await, ["j1", "4"]);
     assert!(common::ok(&mut c, "DELETE FROM /jobs WHERE events > 5").await.is_empty());

@@ -29,6 +29,10 @@ pub enum Error {
     NotASequence(String),
     #[error("invalid value: {0}")]
     InvalidValue(String),
+    /// Integer or float arithmetic out of range in a condition, a selected expression or an
+    /// update (the same on both backends; nothing is stored). Holds the expression text.
+    #[error("invalid value: arithmetic overflow in {0}")]
+    Overflow(String),
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
     #[error("cancelled")]
@@ -62,7 +66,7 @@ impl Error {
             Error::Exists(_) => 15,
             Error::DirExists(_) => 16,
             Error::NotASequence(_) => 17,
-            Error::InvalidValue(_) => 18,
+            Error::InvalidValue(_) | Error::Overflow(_) => 18,
             Error::LimitExceeded(_) => 19,
             Error::Cancelled => 20,
             Error::Internal(_) => 99,

@@ -207,14 +207,33 @@ pub trait Store: Clone + Send + Sync + 'static {
 }
 
 /// One database connection. Every method runs in the connection's current transaction, if any.
+///
+/// **Write units.** Every method that changes the database (marked *write* below) must run inside
+/// a unit opened by [`StoreConn::begin_unit`] and closed by [`StoreConn::end_unit`]; outside one
+/// it fails with `Error::Internal` and changes nothing, so a command that forgot its unit fails
+/// every test that runs it. The catalogue opens units in exactly one place
+/// (`Catalogue::write`/`Catalogue::read`, server/core/src/service/mod.rs).
 pub trait StoreConn: Send + 'static {
+    /// Opens the user's transaction (`transaction`). Units inside it are savepoints.
     fn begin(&mut self) -> impl Future<Output = Result<()>> + Send;
+    /// Commits the user's transaction. A unit still open (its command was cancelled mid-way) is
+    /// rolled back first: a command is all or nothing.
     fn commit(&mut self) -> impl Future<Output = Result<()>> + Send;
     fn rollback(&mut self) -> impl Future<Output = Result<()>> + Send;
-    /// Savepoints let one operation inside a user's transaction fail without spoiling it.
-    fn savepoint(&mut self) -> impl Future<Output = Result<()>> + Send;
-    fn release_savepoint(&mut self) -> impl Future<Output = Result<()>> + Send;
-    fn rollback_to_savepoint(&mut self) -> impl Future<Output = Result<()>> + Send;
+    /// Opens the atomic unit of one command: a savepoint inside the user's transaction, else a
+    /// transaction of its own. Units do not nest; a unit left open by a command whose future was
+    /// dropped (cancel) is rolled back here before the new one starts.
+    fn begin_unit(&mut self) -> impl Future<Output = Result<()>> + Send;
+    /// Closes the unit: keeps its work when `ok`, else undoes all of it and leaves the user's
+    /// transaction (if any) exactly as it was before the unit, usable.
+    fn end_unit(&mut self, ok: bool) -> impl Future<Output = Result<()>> + Send;
+    /// Opens a group around several units inside the user's transaction (a savepoint): a
+    /// composite operation (`service/composite.rs`) that must be all-or-nothing there. A group
+    /// is not a unit: each write inside it still runs in its own unit.
+    fn begin_group(&mut self) -> impl Future<Output = Result<()>> + Send;
+    /// Closes the innermost group: keeps its work when `ok`, else undoes all of it and leaves
+    /// the user's transaction as it was before the group, usable.
+    fn end_group(&mut self, ok: bool) -> impl Future<Output = Result<()>> + Send;
 
     fn collection(&mut self, path: &str) -> impl Future<Output = Result<Option<CollectionInfo>>> + Send;
     fn collection_by_id(&mut self, id: i64) -> impl Future<Output = Result<Option<CollectionInfo>>> + Send;

@@ -28,6 +28,8 @@ impl From<StoreError> for Error {
 pub fn map_err(e: StoreError) -> Error {
     match e {
         StoreError::UniqueViolation(m) => Error::Exists(m),
+        // The service names the expression (`Error::Overflow` is re-labelled where it ran).
+        StoreError::NumericOverflow(_) => Error::Overflow("an expression".into()),
         StoreError::PoolTimeout => Error::LimitExceeded("no database connection free in time".into()),
         StoreError::Busy => Error::Transaction("the database is busy; try again".into()),
         StoreError::Timeout => Error::LimitExceeded("query time limit exceeded; the statement was cancelled".into()),
@@ -111,7 +113,13 @@ impl Store for SqlStore {
 
     async fn acquire(&self) -> Result<SqlConn> {
         let conn = self.db.acquire().await.map_err(map_err)?;
-        Ok(SqlConn { dialect: dialect_of(conn.backend()), conn, cache: self.cache.clone(), schema_changed: false })
+        Ok(SqlConn {
+            dialect: dialect_of(conn.backend()),
+            conn,
+            cache: self.cache.clone(),
+            schema_changed: false,
+            unit: None,
+        })
     }
 
     fn backend_name(&self) -> &'static str {
@@ -125,6 +133,17 @@ pub struct SqlConn {
     cache: Arc<Mutex<SchemaCache>>,
     /// This connection's open transaction changed schema facts: clear the cache when it ends.
     schema_changed: bool,
+    /// The write unit open on this connection (`StoreConn::begin_unit`), if any.
+    unit: Option<Unit>,
+}
+
+/// How a write unit was opened, hence how it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    /// A transaction of its own: commit or roll back.
+    Own,
+    /// A savepoint inside the user's transaction: release, or roll back to it and release.
+    Savepoint,
 }
 
 fn now() -> Value {
@@ -434,33 +453,102 @@ fn composite_index_name(collection_id: i64, index_id: i64) -> String {
     format!("{}_x{index_id}", table_name(collection_id))
 }
 
-impl StoreConn for SqlConn {
-    async fn begin(&mut self) -> Result<()> {
-        self.conn.begin().await.map_err(map_err)
+impl SqlConn {
+    /// Every write method starts here: a write outside a unit is a bug of the caller, refused
+    /// before anything changes (see `StoreConn::begin_unit`).
+    fn writing(&self) -> Result<()> {
+        match self.unit {
+            Some(_) if self.conn.in_transaction() => Ok(()),
+            _ => Err(Error::Internal("a write outside a write unit (Catalogue::write)".into())),
+        }
     }
 
-    async fn commit(&mut self) -> Result<()> {
+    /// Undoes a unit whose command never ended it (its future was dropped: a cancel).
+    async fn abandon_unit(&mut self) -> Result<()> {
+        match self.unit {
+            None => Ok(()),
+            Some(_) => self.close_unit(false).await,
+        }
+    }
+
+    async fn close_unit(&mut self, ok: bool) -> Result<()> {
+        let Some(unit) = self.unit.take() else {
+            return Err(Error::Internal("no write unit is open".into()));
+        };
+        match (unit, ok) {
+            (Unit::Own, true) => self.commit_tx().await,
+            (Unit::Own, false) => self.rollback_tx().await,
+            (Unit::Savepoint, true) => self.conn.release_savepoint().await.map_err(map_err),
+            (Unit::Savepoint, false) => {
+                self.conn.rollback_to_savepoint().await.map_err(map_err)?;
+                self.conn.release_savepoint().await.map_err(map_err)
+            }
+        }
+    }
+
+    async fn commit_tx(&mut self) -> Result<()> {
         let r = self.conn.commit().await.map_err(map_err);
         self.end_transaction();
         r
     }
 
-    async fn rollback(&mut self) -> Result<()> {
+    async fn rollback_tx(&mut self) -> Result<()> {
         let r = self.conn.rollback().await.map_err(map_err);
         self.end_transaction();
         r
     }
+}
 
-    async fn savepoint(&mut self) -> Result<()> {
+impl StoreConn for SqlConn {
+    async fn begin(&mut self) -> Result<()> {
+        self.abandon_unit().await?;
+        self.conn.begin().await.map_err(map_err)
+    }
+
+    async fn commit(&mut self) -> Result<()> {
+        // A command is all or nothing: one cancelled mid-way leaves nothing in the commit.
+        if self.unit == Some(Unit::Savepoint) {
+            self.abandon_unit().await?;
+        }
+        self.unit = None;
+        self.commit_tx().await
+    }
+
+    async fn rollback(&mut self) -> Result<()> {
+        self.unit = None;
+        self.rollback_tx().await
+    }
+
+    async fn begin_unit(&mut self) -> Result<()> {
+        self.abandon_unit().await?;
+        if self.conn.in_transaction() {
+            self.conn.savepoint().await.map_err(map_err)?;
+            self.unit = Some(Unit::Savepoint);
+        } else {
+            self.conn.begin().await.map_err(map_err)?;
+            self.unit = Some(Unit::Own);
+        }
+        Ok(())
+    }
+
+    async fn end_unit(&mut self, ok: bool) -> Result<()> {
+        self.close_unit(ok).await
+    }
+
+    async fn begin_group(&mut self) -> Result<()> {
+        if self.unit.is_some() || !self.conn.in_transaction() {
+            return Err(Error::Internal("a group opens only between units, inside a transaction".into()));
+        }
         self.conn.savepoint().await.map_err(map_err)
     }
 
-    async fn release_savepoint(&mut self) -> Result<()> {
+    async fn end_group(&mut self, ok: bool) -> Result<()> {
+        // A unit still open here belongs to a step whose future was dropped: undo it first.
+        self.abandon_unit().await?;
+        if !ok {
+            self.conn.rollback_to_savepoint().await.map_err(map_err)?;
+        }
         self.conn.release_savepoint().await.map_err(map_err)
-    }
-
-    async fn rollback_to_savepoint(&mut self) -> Result<()> {
-        self.conn.rollback_to_savepoint().await.map_err(map_err)
     }
 
     async fn collection(&mut self, path: &str) -> Result<Option<CollectionInfo>> {
@@ -506,6 +594,7 @@ impl StoreConn for SqlConn {
         perms: u16,
         attrs: &[(String, AttrType, bool)],
     ) -> Result<CollectionInfo> {
+        self.writing()?;
         self.schema_changed();
         let name = path.rsplit('/').next().unwrap_or_default().to_string();
         let sql = format!(
@@ -549,6 +638,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_collection(&mut self, id: i64) -> Result<()> {
+        self.writing()?;
         self.schema_changed();
         self.batch(&format!("DROP TABLE IF EXISTS {}", table_name(id))).await?;
         // SQLite may hand the id to the next collection, which starts without a table.
@@ -565,6 +655,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn set_collection_owner(&mut self, id: i64, owner: &str, group: &str) -> Result<()> {
+        self.writing()?;
         self.schema_changed();
         let sql = format!(
             "UPDATE collections SET owner = {}, grp = {} WHERE id = {}",
@@ -579,6 +670,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn set_collection_perms(&mut self, id: i64, perms: u16) -> Result<()> {
+        self.writing()?;
         self.schema_changed();
         let sql = format!(
             "UPDATE collections SET perms = {} WHERE id = {}",
@@ -629,6 +721,7 @@ impl StoreConn for SqlConn {
         attr_type: AttrType,
         indexed: bool,
     ) -> Result<AttrDef> {
+        self.writing()?;
         self.schema_changed();
         let has_table = self.lock_table_state(collection_id).await?;
         let id = self.insert_attr_row(collection_id, name, attr_type, indexed).await?;
@@ -644,6 +737,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_attribute(&mut self, collection_id: i64, attr: &AttrDef) -> Result<()> {
+        self.writing()?;
         self.schema_changed();
         let has_table = self.lock_table_state(collection_id).await?;
         // Checked under the collection lock, so a concurrent index_create cannot slip in between.
@@ -678,6 +772,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn add_index(&mut self, collection_id: i64, name: &str, columns: &[IndexColumn]) -> Result<IndexDef> {
+        self.writing()?;
         // Index definitions are not cached: nothing to invalidate.
         let has_table = self.lock_table_state(collection_id).await?;
         // The attributes were looked up before the lock; a concurrent removeattr may have won.
@@ -728,6 +823,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_index(&mut self, collection_id: i64, index: &IndexDef) -> Result<()> {
+        self.writing()?;
         // Index definitions are not cached: nothing to invalidate.
         if self.lock_table_state(collection_id).await? {
             self.batch(&format!("DROP INDEX IF EXISTS {}", composite_index_name(collection_id, index.id))).await?;
@@ -742,6 +838,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn insert_entries(&mut self, collection_id: i64, attrs: &[AttrDef], entries: Vec<NewEntry>) -> Result<u64> {
+        self.writing()?;
         if entries.is_empty() {
             return Ok(0);
         }
@@ -798,6 +895,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn update_entries(&mut self, plan: &UpdatePlan) -> Result<u64> {
+        self.writing()?;
         // An inner join with a collection that never had an entry matches nothing.
         if !self.tables_exist(&plan.tables).await? {
             return Ok(0);
@@ -807,6 +905,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn delete_entries(&mut self, plan: &DeletePlan) -> Result<u64> {
+        self.writing()?;
         if !self.tables_exist(&plan.tables).await? {
             return Ok(0);
         }
@@ -840,6 +939,7 @@ impl StoreConn for SqlConn {
         only_owner: Option<&str>,
         change: &EntryMetaChange,
     ) -> Result<u64> {
+        self.writing()?;
         match statements::update_entry_meta(self.dialect, collection_id, pattern, only_owner, change) {
             Some(c) => self.exec_compiled(&c).await,
             None => Ok(0),
@@ -852,11 +952,13 @@ impl StoreConn for SqlConn {
     }
 
     async fn set_entry_acl(&mut self, collection_id: i64, entry_id: i64, e: &AclEntry) -> Result<()> {
+        self.writing()?;
         let c = statements::upsert_entry_acl(self.dialect, collection_id, entry_id, &e.principal, e.is_group, e.rights);
         self.exec_compiled(&c).await.map(|_| ())
     }
 
     async fn remove_entry_acl(&mut self, collection_id: i64, entry_id: i64, principal: &str) -> Result<u64> {
+        self.writing()?;
         self.exec_compiled(&statements::delete_entry_acl(self.dialect, collection_id, entry_id, principal)).await
     }
 
@@ -878,6 +980,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn set_acl(&mut self, collection_id: i64, e: &AclEntry) -> Result<()> {
+        self.writing()?;
         self.schema_changed();
         let sql = format!(
             "INSERT INTO acls (collection_id, principal, is_group, rights) VALUES ({}, {}, {}, {}) \
@@ -899,6 +1002,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_acl(&mut self, collection_id: i64, principal: &str) -> Result<u64> {
+        self.writing()?;
         self.schema_changed();
         let sql = format!(
             "DELETE FROM acls WHERE collection_id = {} AND principal = {}",
@@ -911,6 +1015,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn create_sequence(&mut self, collection_id: i64, name: &str, increment: i64, start: i64) -> Result<()> {
+        self.writing()?;
         let sql = format!(
             "INSERT INTO sequences (collection_id, name, increment, next_value) VALUES ({}, {}, {}, {})",
             self.p(1, ValueType::Int),
@@ -926,6 +1031,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn next_sequence(&mut self, collection_id: i64, name: &str) -> Result<Option<i64>> {
+        self.writing()?;
         let sql = format!(
             "UPDATE sequences SET next_value = next_value + increment WHERE collection_id = {} AND name = {} \
              RETURNING next_value - increment",
@@ -937,6 +1043,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_sequence(&mut self, collection_id: i64, name: &str) -> Result<bool> {
+        self.writing()?;
         let sql = format!(
             "DELETE FROM sequences WHERE collection_id = {} AND name = {}",
             self.p(1, ValueType::Int),
@@ -958,6 +1065,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn create_user(&mut self, name: &str, password_hash: Option<&str>) -> Result<()> {
+        self.writing()?;
         let sql = format!(
             "INSERT INTO users (name, password_hash, created) VALUES ({}, {}, {})",
             self.p(1, ValueType::Text),
@@ -972,6 +1080,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_user(&mut self, name: &str) -> Result<bool> {
+        self.writing()?;
         let p = self.p(1, ValueType::Text);
         self.exec(&format!("DELETE FROM group_members WHERE user_name = {p}"), &[Value::Text(name.into())]).await?;
         self.exec(&format!("DELETE FROM acls WHERE principal = {p} AND NOT is_group"), &[Value::Text(name.into())])
@@ -981,6 +1090,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn set_password(&mut self, name: &str, password_hash: &str) -> Result<bool> {
+        self.writing()?;
         let sql = format!(
             "UPDATE users SET password_hash = {} WHERE name = {}",
             self.p(1, ValueType::Text),
@@ -990,6 +1100,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn add_subject(&mut self, name: &str, subject: &str) -> Result<()> {
+        self.writing()?;
         let sql = format!(
             "INSERT INTO user_subjects (user_name, subject) VALUES ({}, {})",
             self.p(1, ValueType::Text),
@@ -1019,6 +1130,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn create_group(&mut self, name: &str, owner: &str) -> Result<()> {
+        self.writing()?;
         let sql = format!(
             "INSERT INTO user_groups (name, owner) VALUES ({}, {})",
             self.p(1, ValueType::Text),
@@ -1031,6 +1143,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_group(&mut self, name: &str) -> Result<bool> {
+        self.writing()?;
         let p = self.p(1, ValueType::Text);
         self.exec(&format!("DELETE FROM group_members WHERE grp = {p}"), &[Value::Text(name.into())]).await?;
         self.exec(&format!("DELETE FROM acls WHERE principal = {p} AND is_group"), &[Value::Text(name.into())]).await?;
@@ -1039,6 +1152,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn add_member(&mut self, group: &str, user: &str) -> Result<()> {
+        self.writing()?;
         let sql = format!(
             "INSERT INTO group_members (grp, user_name) VALUES ({}, {}) ON CONFLICT DO NOTHING",
             self.p(1, ValueType::Text),
@@ -1048,6 +1162,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn remove_member(&mut self, group: &str, user: &str) -> Result<bool> {
+        self.writing()?;
         let sql = format!(
             "DELETE FROM group_members WHERE grp = {} AND user_name = {}",
             self.p(1, ValueType::Text),
@@ -1062,6 +1177,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn revoke_token(&mut self, id: &str, expires: i64) -> Result<()> {
+        self.writing()?;
         let purge = format!("DELETE FROM revoked_tokens WHERE expires < {}", self.p(1, ValueType::Int));
         self.exec(&purge, &[Value::Int(Utc::now().timestamp())]).await?;
         let sql = format!(
@@ -1084,6 +1200,7 @@ impl StoreConn for SqlConn {
     }
 
     async fn init_setting(&mut self, key: &str, value: &str) -> Result<String> {
+        self.writing()?;
         let sql = format!(
             "INSERT INTO settings (key, value) VALUES ({}, {}) ON CONFLICT (key) DO NOTHING",
             self.p(1, ValueType::Text),

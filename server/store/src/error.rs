@@ -28,6 +28,11 @@ pub enum StoreError {
     /// Any other database error (syntax error, check constraint, I/O, aborted transaction …).
     #[error("database error: {0}")]
     Database(String),
+    /// An arithmetic result out of range: integer overflow, float overflow or underflow
+    /// (PostgreSQL 22003 `numeric_value_out_of_range`, SQLite our checked operators'
+    /// `exec::sqlite_math::NUMERIC_OVERFLOW`).
+    #[error("numeric value out of range: {0}")]
+    NumericOverflow(String),
     /// The statement ran longer than `DbOptions::statement_timeout` and was cancelled
     /// (PostgreSQL 57014, SQLite interrupted by the deadline in its progress handler).
     #[error("statement cancelled: time limit exceeded")]
@@ -74,6 +79,7 @@ impl StoreError {
                 | StoreError::UndefinedObject(_)
                 | StoreError::Busy
                 | StoreError::Timeout
+                | StoreError::NumericOverflow(_)
                 | StoreError::Database(_)
         )
     }
@@ -103,6 +109,7 @@ fn classify_sqlite(err: &rusqlite::ffi::Error, text: String) -> StoreError {
             return StoreError::UniqueViolation(text);
         }
         ffi::SQLITE_CONSTRAINT_FOREIGNKEY => return StoreError::ForeignKeyViolation(text),
+        crate::exec::sqlite_math::NUMERIC_OVERFLOW => return StoreError::NumericOverflow(text),
         _ => {}
     }
     match err.code {
@@ -129,6 +136,7 @@ impl From<sqlx::Error> for StoreError {
                     Some("23505") => StoreError::UniqueViolation(text),
                     Some("23503") => StoreError::ForeignKeyViolation(text),
                     Some("42P01" | "42703") => StoreError::UndefinedObject(text),
+                    Some("22003") => StoreError::NumericOverflow(text),
                     Some("55P03" | "40P01" | "40001") => StoreError::Busy,
                     Some("57014") => StoreError::Timeout,
                     Some(code) => StoreError::Database(format!("{text} [{code}]")),

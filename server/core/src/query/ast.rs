@@ -140,6 +140,22 @@ impl<R> Default for Condition<R> {
 }
 
 impl<R> Expr<R> {
+    /// Whether the tree computes `+ - * /` or a negation (what can overflow).
+    pub fn has_arithmetic(&self) -> bool {
+        match self {
+            Expr::Lit(_) | Expr::Ref(_) => false,
+            Expr::Unary(op, a) => *op == UnOp::Neg || a.has_arithmetic(),
+            Expr::Binary(op, a, b) => op.is_arithmetic() || a.has_arithmetic() || b.has_arithmetic(),
+            Expr::Call(_, args) => args.iter().any(Expr::has_arithmetic),
+            Expr::Like { expr, pattern, .. } => expr.has_arithmetic() || pattern.has_arithmetic(),
+            Expr::InList { expr, list, .. } => expr.has_arithmetic() || list.iter().any(Expr::has_arithmetic),
+            Expr::Between { expr, low, high, .. } => {
+                expr.has_arithmetic() || low.has_arithmetic() || high.has_arithmetic()
+            }
+            Expr::IsNull { expr, .. } => expr.has_arithmetic(),
+        }
+    }
+
     /// Visit every reference in the tree, left to right.
     pub fn for_each_ref<'a>(&'a self, f: &mut impl FnMut(&'a R)) {
         match self {

@@ -144,7 +144,7 @@ impl<S: Store> Catalogue<S> {
             return Ok(false);
         }
         let hash = hash_password(password).await?;
-        match conn.create_user("root", Some(&hash)).await {
+        match Self::unit(&mut conn, async |c| c.create_user("root", Some(&hash)).await).await {
             Ok(()) => Ok(true),
             // Another process sharing the database won the race.
             Err(Error::Exists(_)) => Ok(false),
@@ -196,12 +196,14 @@ impl<S: Store> Catalogue<S> {
     pub async fn refresh(&self, s: &mut Session<S>) -> Result<()> {
         let epoch = self.auth_epoch();
         let user = s.principal.user.clone();
-        let mut conn = self.conn(s).await?;
-        if conn.user(&user).await?.is_none() && user != "anonymous" {
-            return Err(Error::PermissionDenied(format!("user {user} no longer exists")));
-        }
-        let groups = conn.groups_of(&user).await?;
-        drop(conn);
+        let groups = self
+            .read(s, async |conn| {
+                if conn.user(&user).await?.is_none() && user != "anonymous" {
+                    return Err(Error::PermissionDenied(format!("user {user} no longer exists")));
+                }
+                conn.groups_of(&user).await
+            })
+            .await?;
         s.principal.groups = groups;
         s.auth_epoch = epoch;
         s.auth_read = Some(std::time::Instant::now());
@@ -223,12 +225,14 @@ impl<S: Store> Catalogue<S> {
             return Err(Error::IllegalCommand(format!("invalid user name '{name}'")));
         }
         let hash = hash_password(password).await?;
-        let mut conn = self.conn(s).await?;
-        if conn.user(name).await?.is_some() {
-            return Err(Error::Exists(format!("user {name}")));
-        }
-        conn.create_user(name, Some(&hash)).await?;
-        drop(conn);
+        self.write(s, async |conn| {
+            if conn.user(name).await?.is_some() {
+                return Err(Error::Exists(format!("user {name}")));
+            }
+            conn.create_user(name, Some(&hash)).await?;
+            Ok(())
+        })
+        .await?;
         self.auth_changed(s);
         Ok(())
     }
@@ -238,11 +242,13 @@ impl<S: Store> Catalogue<S> {
         if name == "root" {
             return Err(Error::PermissionDenied("root cannot be removed".into()));
         }
-        let mut conn = self.conn(s).await?;
-        if !conn.remove_user(name).await? {
-            return Err(Error::NotFound(format!("user {name}")));
-        }
-        drop(conn);
+        self.write(s, async |conn| {
+            if !conn.remove_user(name).await? {
+                return Err(Error::NotFound(format!("user {name}")));
+            }
+            Ok(())
+        })
+        .await?;
         self.auth_changed(s);
         Ok(())
     }
@@ -253,23 +259,27 @@ impl<S: Store> Catalogue<S> {
             return Err(Error::PermissionDenied("you may only change your own password".into()));
         }
         let hash = hash_password(password).await?;
-        let mut conn = self.conn(s).await?;
-        if !conn.set_password(name, &hash).await? {
-            return Err(Error::NotFound(format!("user {name}")));
-        }
-        drop(conn);
+        self.write(s, async |conn| {
+            if !conn.set_password(name, &hash).await? {
+                return Err(Error::NotFound(format!("user {name}")));
+            }
+            Ok(())
+        })
+        .await?;
         self.auth_changed(s);
         Ok(())
     }
 
     pub async fn user_subject_add(&self, s: &mut Session<S>, name: &str, subject: &str) -> Result<()> {
         require_root(&s.principal)?;
-        let mut conn = self.conn(s).await?;
-        if conn.user(name).await?.is_none() {
-            return Err(Error::NotFound(format!("user {name}")));
-        }
-        conn.add_subject(name, subject).await?;
-        drop(conn);
+        self.write(s, async |conn| {
+            if conn.user(name).await?.is_none() {
+                return Err(Error::NotFound(format!("user {name}")));
+            }
+            conn.add_subject(name, subject).await?;
+            Ok(())
+        })
+        .await?;
         self.auth_changed(s);
         Ok(())
     }
@@ -278,11 +288,13 @@ impl<S: Store> Catalogue<S> {
         if !s.principal.is_root() && s.principal.user != name {
             return Err(Error::PermissionDenied("you may only list your own credentials".into()));
         }
-        let mut conn = self.conn(s).await?;
-        if conn.user(name).await?.is_none() {
-            return Err(Error::NotFound(format!("user {name}")));
-        }
-        conn.subjects(name).await
+        self.read(s, async |conn| {
+            if conn.user(name).await?.is_none() {
+                return Err(Error::NotFound(format!("user {name}")));
+            }
+            conn.subjects(name).await
+        })
+        .await
     }
 
     pub async fn grp_create(&self, s: &mut Session<S>, group: &str) -> Result<()> {
@@ -291,49 +303,57 @@ impl<S: Store> Catalogue<S> {
             return Err(Error::IllegalCommand(format!("invalid group name '{group}'")));
         }
         let owner = s.principal.user.clone();
-        let mut conn = self.conn(s).await?;
-        if conn.group_exists(group).await? {
-            return Err(Error::Exists(format!("group {group}")));
-        }
-        conn.create_group(group, &owner).await?;
-        drop(conn);
+        self.write(s, async |conn| {
+            if conn.group_exists(group).await? {
+                return Err(Error::Exists(format!("group {group}")));
+            }
+            conn.create_group(group, &owner).await?;
+            Ok(())
+        })
+        .await?;
         self.auth_changed(s);
         Ok(())
     }
 
     pub async fn grp_remove(&self, s: &mut Session<S>, group: &str) -> Result<()> {
         require_root(&s.principal)?;
-        let mut conn = self.conn(s).await?;
-        if !conn.remove_group(group).await? {
-            return Err(Error::NotFound(format!("group {group}")));
-        }
-        drop(conn);
+        self.write(s, async |conn| {
+            if !conn.remove_group(group).await? {
+                return Err(Error::NotFound(format!("group {group}")));
+            }
+            Ok(())
+        })
+        .await?;
         self.auth_changed(s);
         Ok(())
     }
 
     pub async fn grp_adduser(&self, s: &mut Session<S>, group: &str, user: &str) -> Result<()> {
         require_root(&s.principal)?;
-        let mut conn = self.conn(s).await?;
-        if !conn.group_exists(group).await? {
-            return Err(Error::NotFound(format!("group {group}")));
-        }
-        if conn.user(user).await?.is_none() {
-            return Err(Error::NotFound(format!("user {user}")));
-        }
-        conn.add_member(group, user).await?;
-        drop(conn);
+        self.write(s, async |conn| {
+            if !conn.group_exists(group).await? {
+                return Err(Error::NotFound(format!("group {group}")));
+            }
+            if conn.user(user).await?.is_none() {
+                return Err(Error::NotFound(format!("user {user}")));
+            }
+            conn.add_member(group, user).await?;
+            Ok(())
+        })
+        .await?;
         self.auth_changed(s);
         Ok(())
     }
 
     pub async fn grp_removeuser(&self, s: &mut Session<S>, group: &str, user: &str) -> Result<()> {
         require_root(&s.principal)?;
-        let mut conn = self.conn(s).await?;
-        if !conn.remove_member(group, user).await? {
-            return Err(Error::NotFound(format!("{user} in group {group}")));
-        }
-        drop(conn);
+        self.write(s, async |conn| {
+            if !conn.remove_member(group, user).await? {
+                return Err(Error::NotFound(format!("{user} in group {group}")));
+            }
+            Ok(())
+        })
+        .await?;
         self.auth_changed(s);
         Ok(())
     }
@@ -341,8 +361,7 @@ impl<S: Store> Catalogue<S> {
     /// `grp_member [user]`: the groups of a user (default: the caller).
     pub async fn grp_member(&self, s: &mut Session<S>, user: Option<&str>) -> Result<Vec<String>> {
         let user = user.unwrap_or(&s.principal.user).to_string();
-        let mut conn = self.conn(s).await?;
-        conn.groups_of(&user).await
+        self.read(s, async |conn| conn.groups_of(&user).await).await
     }
 
     /// `acl_add <path> <user-or-group> <rwx>`: on a collection or one entry; owner or root.
@@ -350,25 +369,27 @@ impl<S: Store> Catalogue<S> {
         let rights = Mode::parse_rights(rights)?;
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let Some(c) = conn.collection(&abs).await? else {
-            conn.start_write().await?;
-            let r = async {
-                let (c, e) = Self::owned_entry(&mut conn, &who, &abs).await?;
-                let is_group = Self::acl_principal(&mut conn, principal).await?;
-                conn.set_entry_acl(c.id, e.id, &AclEntry { principal: principal.to_string(), is_group, rights }).await
-            }
-            .await;
-            // Entry ACLs are row data every statement reads: nothing cached to invalidate.
-            return conn.finish_write(r).await;
-        };
-        if !Self::is_owner(&who, &c) {
-            return Err(Error::PermissionDenied(format!("only the owner may change the ACL of {abs}")));
+        let on_collection = self
+            .write(s, async |conn| {
+                let Some(c) = conn.collection(&abs).await? else {
+                    let (c, e) = Self::owned_entry(conn, &who, &abs).await?;
+                    let is_group = Self::acl_principal(conn, principal).await?;
+                    let acl = AclEntry { principal: principal.to_string(), is_group, rights };
+                    conn.set_entry_acl(c.id, e.id, &acl).await?;
+                    return Ok(false);
+                };
+                if !Self::is_owner(&who, &c) {
+                    return Err(Error::PermissionDenied(format!("only the owner may change the ACL of {abs}")));
+                }
+                let is_group = Self::acl_principal(conn, principal).await?;
+                conn.set_acl(c.id, &AclEntry { principal: principal.to_string(), is_group, rights }).await?;
+                Ok(true)
+            })
+            .await?;
+        // Entry ACLs are row data every statement reads: nothing cached to invalidate.
+        if on_collection {
+            self.auth_changed(s);
         }
-        let is_group = Self::acl_principal(&mut conn, principal).await?;
-        conn.set_acl(c.id, &AclEntry { principal: principal.to_string(), is_group, rights }).await?;
-        drop(conn);
-        self.auth_changed(s);
         Ok(())
     }
 
@@ -376,27 +397,27 @@ impl<S: Store> Catalogue<S> {
     pub async fn acl_remove(&self, s: &mut Session<S>, target: &str, principal: &str) -> Result<()> {
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let Some(c) = conn.collection(&abs).await? else {
-            conn.start_write().await?;
-            let r = async {
-                let (c, e) = Self::owned_entry(&mut conn, &who, &abs).await?;
-                if conn.remove_entry_acl(c.id, e.id, principal).await? == 0 {
+        let on_collection = self
+            .write(s, async |conn| {
+                let Some(c) = conn.collection(&abs).await? else {
+                    let (c, e) = Self::owned_entry(conn, &who, &abs).await?;
+                    if conn.remove_entry_acl(c.id, e.id, principal).await? == 0 {
+                        return Err(Error::NotFound(format!("ACL entry {principal} on {abs}")));
+                    }
+                    return Ok(false);
+                };
+                if !Self::is_owner(&who, &c) {
+                    return Err(Error::PermissionDenied(format!("only the owner may change the ACL of {abs}")));
+                }
+                if conn.remove_acl(c.id, principal).await? == 0 {
                     return Err(Error::NotFound(format!("ACL entry {principal} on {abs}")));
                 }
-                Ok(())
-            }
-            .await;
-            return conn.finish_write(r).await;
-        };
-        if !Self::is_owner(&who, &c) {
-            return Err(Error::PermissionDenied(format!("only the owner may change the ACL of {abs}")));
+                Ok(true)
+            })
+            .await?;
+        if on_collection {
+            self.auth_changed(s);
         }
-        if conn.remove_acl(c.id, principal).await? == 0 {
-            return Err(Error::NotFound(format!("ACL entry {principal} on {abs}")));
-        }
-        drop(conn);
-        self.auth_changed(s);
         Ok(())
     }
 
@@ -405,29 +426,31 @@ impl<S: Store> Catalogue<S> {
     pub async fn acl_show(&self, s: &mut Session<S>, target: &str) -> Result<Vec<(String, String)>> {
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let acl = match conn.collection(&abs).await? {
-            Some(c) => {
-                Self::check(&mut conn, &who, &c, READ).await?;
-                conn.acl(c.id).await?
-            }
-            None => {
-                let (c, e) = Self::named_entry(&mut conn, &who, &abs, false).await?;
-                let acl = conn.entry_acl(c.id, e.id).await?;
-                let guard = Guard { owner: &e.owner, group: &e.group, mode: Mode(e.perms), acl: &acl };
-                if who.user != e.owner {
-                    guard.check(&who, READ, &abs)?;
+        self.read(s, async |conn| {
+            let acl = match conn.collection(&abs).await? {
+                Some(c) => {
+                    Self::check(conn, &who, &c, READ).await?;
+                    conn.acl(c.id).await?
                 }
-                acl
-            }
-        };
-        Ok(acl
-            .into_iter()
-            .map(|a| {
-                let name = if a.is_group { format!("group:{}", a.principal) } else { a.principal };
-                (name, Mode::rights_string(a.rights))
-            })
-            .collect())
+                None => {
+                    let (c, e) = Self::named_entry(conn, &who, &abs, false).await?;
+                    let acl = conn.entry_acl(c.id, e.id).await?;
+                    let guard = Guard { owner: &e.owner, group: &e.group, mode: Mode(e.perms), acl: &acl };
+                    if who.user != e.owner {
+                        guard.check(&who, READ, &abs)?;
+                    }
+                    acl
+                }
+            };
+            Ok(acl
+                .into_iter()
+                .map(|a| {
+                    let name = if a.is_group { format!("group:{}", a.principal) } else { a.principal };
+                    (name, Mode::rights_string(a.rights))
+                })
+                .collect())
+        })
+        .await
     }
 
     /// Whether an ACL names a group (else a user); neither existing is error 1.
@@ -494,40 +517,41 @@ impl<S: Store> Catalogue<S> {
         }
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
-        Self::check(&mut conn, &who, &c, WRITE).await?;
-        conn.create_sequence(c.id, name, increment, start).await
+        self.write(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, WRITE).await?;
+            conn.create_sequence(c.id, name, increment, start).await
+        })
+        .await
     }
 
     /// `sequence_next <dir>/<name>`: the next value, atomically.
     pub async fn sequence_next(&self, s: &mut Session<S>, seq: &str) -> Result<i64> {
         let (dir, name) = Self::split_sequence(&s.cwd, seq)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
         // `UPDATE … RETURNING` is a write: it goes through the write path like every other one
         // (on SQLite, the reserved writer connection under the write gate).
-        conn.start_write().await?;
-        let r = async {
+        self.write(s, async |conn| {
             let c = conn.collection(&dir).await?.ok_or_else(|| Error::NotASequence(format!("{dir}/{name}")))?;
-            Self::check(&mut conn, &who, &c, WRITE).await?;
+            Self::check(conn, &who, &c, WRITE).await?;
             conn.next_sequence(c.id, &name).await?.ok_or_else(|| Error::NotASequence(format!("{dir}/{name}")))
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     pub async fn sequence_remove(&self, s: &mut Session<S>, seq: &str) -> Result<()> {
         let (dir, name) = Self::split_sequence(&s.cwd, seq)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let c = conn.collection(&dir).await?.ok_or_else(|| Error::NotASequence(format!("{dir}/{name}")))?;
-        Self::check(&mut conn, &who, &c, WRITE).await?;
-        if conn.remove_sequence(c.id, &name).await? {
-            Ok(())
-        } else {
-            Err(Error::NotASequence(format!("{dir}/{name}")))
-        }
+        self.write(s, async |conn| {
+            let c = conn.collection(&dir).await?.ok_or_else(|| Error::NotASequence(format!("{dir}/{name}")))?;
+            Self::check(conn, &who, &c, WRITE).await?;
+            if conn.remove_sequence(c.id, &name).await? {
+                Ok(())
+            } else {
+                Err(Error::NotASequence(format!("{dir}/{name}")))
+            }
+        })
+        .await
     }
 }
 

@@ -15,7 +15,7 @@ use super::{Catalogue, Session};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::query::ast::{Expr, Literal};
-use crate::store::Store;
+use crate::store::{Store, StoreConn};
 
 /// An attribute to create: its name and type (`None`: the request gave none, which is an error
 /// when its turn comes).
@@ -59,12 +59,12 @@ impl BulkLoad {
 }
 
 impl<S: Store> Catalogue<S> {
-    /// Opens a unit spanning several operations on `s`: a savepoint inside the user's
-    /// transaction (the `start_write` of the session's pinned connection), else a transaction
-    /// pinned to the session for the unit. Returns whether the unit owns the transaction.
+    /// Opens a unit spanning several operations on `s`: a group (savepoint) inside the user's
+    /// transaction, else a transaction pinned to the session for the unit; each operation in it
+    /// runs its own unit as usual. Returns whether the unit owns the transaction.
     async fn unit_start(&self, s: &mut Session<S>) -> Result<bool> {
         if s.in_transaction() {
-            self.conn(s).await?.start_write().await?;
+            self.conn(s).await?.begin_group().await?;
             Ok(false)
         } else {
             self.begin(s).await?;
@@ -76,7 +76,8 @@ impl<S: Store> Catalogue<S> {
     /// first error is the one reported).
     async fn unit_finish<T>(&self, s: &mut Session<S>, owns_tx: bool, r: Result<T>) -> Result<T> {
         if !owns_tx {
-            return self.conn(s).await?.finish_write(r).await;
+            self.conn(s).await?.end_group(r.is_ok()).await?;
+            return r;
         }
         match r {
             Ok(v) => self.commit(s).await.map(|_| v),
@@ -191,6 +192,13 @@ impl<S: Store> Catalogue<S> {
         condition: Option<&str>,
         values: Vec<(String, Option<String>)>,
     ) -> Result<u64> {
+        // A name given twice is refused as `setattr` refuses it, also when one of the two is a
+        // NULL (which the split below would turn into a set and a clear).
+        for (i, (name, _)) in values.iter().enumerate() {
+            if values[..i].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                return Err(Error::IllegalCommand(format!("attribute {name} given twice")));
+            }
+        }
         if let Some(cond) = condition {
             let cond = crate::query::parse_condition(cond).map_err(|e| Error::IllegalQuery(e.to_string()))?;
             let exprs =

@@ -112,7 +112,7 @@ impl<S: Store> Catalogue<S> {
     pub async fn end_token(&self, s: &Session<S>, token: &str, now: i64, ttl_secs: i64) -> Result<()> {
         let state = self.open_token(s, token, now, ttl_secs)?;
         let mut conn = self.inner.store.acquire().await?;
-        conn.revoke_token(&state.id, state.issued + ttl_secs + 60).await
+        Self::unit(&mut conn, async |c| c.revoke_token(&state.id, state.issued + ttl_secs + 60).await).await
     }
 
     /// A fresh cursor for a new query.

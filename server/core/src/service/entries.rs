@@ -9,8 +9,8 @@
 
 use tokio::sync::mpsc;
 
-use super::namespace::{entry_visible, find_attr, named_entry_error};
-use super::{Catalogue, Held, RowSink, Session};
+use super::namespace::{any_entry, entry_visible, find_attr, named_entry_error};
+use super::{Catalogue, RowSink, Session};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::perm::{Mode, Principal, READ, WRITE};
@@ -28,23 +28,89 @@ const ROW_CHANNEL: usize = 256;
 pub type NamedValues = (String, Vec<String>);
 
 /// The entries an argument like `/dir`, `/dir/name` or `/dir/t*` designates.
-struct Target {
-    coll: CollectionInfo,
+pub(crate) struct Target {
+    pub(crate) coll: CollectionInfo,
+    /// The argument as an absolute path (for messages).
+    abs: String,
     /// LIKE pattern on the entry name; `None` = every entry of the collection.
-    pattern: Option<String>,
+    pub(crate) pattern: Option<String>,
     /// Set when the argument named one entry exactly (no wildcard).
     exact: Option<String>,
 }
 
-async fn target<C: StoreConn>(conn: &mut C, cwd: &str, arg: &str) -> Result<Target> {
+pub(crate) async fn target<C: StoreConn>(conn: &mut C, cwd: &str, arg: &str) -> Result<Target> {
     let abs = path::absolute(cwd, arg)?;
     if let Some(coll) = conn.collection(&abs).await? {
-        return Ok(Target { coll, pattern: None, exact: None });
+        return Ok(Target { coll, abs, pattern: None, exact: None });
     }
     let (parent, last) = path::split(&abs).ok_or_else(|| Error::NotFound(abs.clone()))?;
     let coll = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.clone()))?;
     let exact = (!path::has_wildcard(last)).then(|| last.to_string());
-    Ok(Target { coll, pattern: Some(path::glob_to_like(last)), exact })
+    let pattern = Some(path::glob_to_like(last));
+    Ok(Target { coll, abs, pattern, exact })
+}
+
+/// How a command uses the entries its path argument designates (see [`Target::matched`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Matched<'a> {
+    /// It reads them (`getattr`, `find`).
+    Reads,
+    /// It changes them (`setattr`, `clearattr`, `rm`, `updateattr`, `chmod`, `chown`): `who`
+    /// needs these rights on an entry (0: none beyond the collection's); `conditional` when a
+    /// condition selects among the entries the path matched (`rm` with one, `updateattr`).
+    Changes(&'a Principal, u16, bool),
+}
+
+impl Target {
+    /// Name patterns for a plan: table 0, when the argument is not a whole collection.
+    fn like(&self) -> impl Iterator<Item = (usize, String)> + '_ {
+        self.pattern.iter().map(|p| (0, p.clone()))
+    }
+
+    /// **The rule for "nothing matched"** (code 1 vs 4), one for every command that takes an
+    /// entry path; `n` is how many entries the command read or changed, and the rule is only
+    /// consulted when it is 0 (a command that matched pays no extra statement):
+    /// 1. an entry named exactly (no wildcard) must exist and be usable by the caller: else 4
+    ///    if it exists (the caller lacks the rights), 1 if it does not — every command, with or
+    ///    without a condition (a usable entry that the condition excludes is 0 entries);
+    /// 2. a whole collection (`/dir`) is never an error: 0 entries;
+    /// 3. a wildcard pattern that matches no entry the caller may use is 1 for a command that
+    ///    acts on the matched entries themselves (`setattr`, `clearattr`, `rm` without a
+    ///    condition, `chmod`, `chown`; AMGA: `rm dir/*` on no entries is 1), and 0 entries for a
+    ///    query (`getattr`, `find`, and a command with a condition: `rm` with one, `updateattr`):
+    ///    a query that selects nothing is an empty result, not an error.
+    pub(crate) async fn matched<C: StoreConn>(&self, conn: &mut C, n: u64, how: Matched<'_>) -> Result<u64> {
+        if n > 0 {
+            return Ok(n);
+        }
+        let Some(like) = &self.pattern else { return Ok(0) };
+        let Some(name) = &self.exact else {
+            return match how {
+                Matched::Changes(_, _, false) => Err(Error::NotFound(self.abs.clone())),
+                _ => Ok(0),
+            };
+        };
+        if let Matched::Changes(who, need, true) = how
+            && any_entry(conn, self.coll.id, like, EntryAccess::new(who, vec![need])).await?
+        {
+            return Ok(0);
+        }
+        Err(named_entry_error(conn, self.coll.id, &self.abs, name).await)
+    }
+}
+
+/// Refuses an attribute named twice in one command (code 3, the same text for every command
+/// and frontend): two values for one column have no meaning, and PostgreSQL would refuse the
+/// statement while SQLite kept the last.
+pub(crate) fn given_once<'a>(attrs: impl IntoIterator<Item = &'a AttrDef>) -> Result<()> {
+    let mut seen: Vec<i64> = Vec::new();
+    for a in attrs {
+        if seen.contains(&a.id) {
+            return Err(Error::IllegalCommand(format!("attribute {} given twice", a.name)));
+        }
+        seen.push(a.id);
+    }
+    Ok(())
 }
 
 fn col(table: usize, column: Column, vtype: ValueType) -> Expr<Term> {
@@ -67,6 +133,16 @@ pub struct QueryPage {
     pub rows: Vec<Vec<Option<String>>>,
     /// The key of the last row, when more rows may follow.
     pub next: Option<Vec<Value>>,
+}
+
+impl SelectSpec {
+    /// The query-language texts of the spec, for [`overflow_in`].
+    fn texts(&self) -> Vec<Text<'_>> {
+        let mut t: Vec<Text<'_>> = self.select.iter().map(|s| Text::Expr(s)).collect();
+        t.push(Text::Condition(&self.condition));
+        t.extend(self.order_by.as_deref().map(Text::Expr));
+        t
+    }
 }
 
 impl<S: Store> Catalogue<S> {
@@ -173,34 +249,15 @@ impl<S: Store> Catalogue<S> {
                 _ => groups.push((parent.to_string(), vec![(name.to_string(), Vec::new())])),
             }
         }
-        if groups.len() <= 1 {
-            return match groups.pop() {
-                Some((dir, rows)) => self.insert(s, &dir, &[], rows).await,
-                None => Ok(0),
-            };
-        }
-        let owns_tx = !s.in_transaction();
-        if owns_tx {
-            self.begin(s).await?;
-        }
-        let mut total = 0;
-        let mut result = Ok(());
-        for (dir, rows) in groups {
-            match self.insert(s, &dir, &[], rows).await {
-                Ok(n) => total += n,
-                Err(err) => {
-                    result = Err(err);
-                    break;
-                }
+        let who = s.principal.clone();
+        self.write(s, async |conn| {
+            let mut total = 0;
+            for (dir, rows) in groups {
+                total += self.insert_in(conn, &who, &dir, &[], rows).await?;
             }
-        }
-        if owns_tx {
-            match result {
-                Ok(()) => self.commit(s).await?,
-                Err(_) => self.abort(s).await?,
-            }
-        }
-        result.map(|_| total)
+            Ok(total)
+        })
+        .await
     }
 
     /// The bulk loader: many entries × the same attributes into one collection, in one unit of
@@ -213,71 +270,68 @@ impl<S: Store> Catalogue<S> {
         attr_names: &[String],
         rows: Vec<(String, Vec<String>)>,
     ) -> Result<u64> {
+        let abs = path::absolute(&s.cwd, dir)?;
+        let who = s.principal.clone();
+        self.write(s, async |conn| self.insert_in(conn, &who, &abs, attr_names, rows).await).await
+    }
+
+    /// [`Catalogue::insert`] inside the caller's unit; `abs` is an absolute collection path.
+    async fn insert_in(
+        &self,
+        conn: &mut S::Conn,
+        who: &Principal,
+        abs: &str,
+        attr_names: &[String],
+        rows: Vec<(String, Vec<String>)>,
+    ) -> Result<u64> {
         if rows.len() > self.inner.config.max_bulk_entries {
             return Err(Error::LimitExceeded(format!(
                 "at most {} entries per bulk insert",
                 self.inner.config.max_bulk_entries
             )));
         }
-        let abs = path::absolute(&s.cwd, dir)?;
-        let who = s.principal.clone();
         let mode = self.inner.config.entry_mode;
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let coll = Self::must_collection(&mut conn, &abs).await?;
-            Self::check(&mut conn, &who, &coll, WRITE).await?;
-            let all = conn.attributes(coll.id).await?;
-            let attrs = attr_names.iter().map(|n| find_attr(&all, &abs, n)).collect::<Result<Vec<AttrDef>>>()?;
-            for (i, a) in attrs.iter().enumerate() {
-                if attrs[..i].iter().any(|b| b.id == a.id) {
-                    return Err(Error::IllegalCommand(format!("attribute {} given twice", a.name)));
-                }
+        let coll = Self::must_collection(conn, abs).await?;
+        Self::check(conn, who, &coll, WRITE).await?;
+        let all = conn.attributes(coll.id).await?;
+        let attrs = attr_names.iter().map(|n| find_attr(&all, abs, n)).collect::<Result<Vec<AttrDef>>>()?;
+        given_once(&attrs)?;
+        let group = who.groups.first().cloned().unwrap_or_else(|| who.user.clone());
+        let mut entries = Vec::with_capacity(rows.len());
+        for (name, values) in rows {
+            if !path::valid_component(&name) || path::has_wildcard(&name) {
+                return Err(Error::IllegalCommand(format!("invalid entry name '{name}'")));
             }
-            let group = who.groups.first().cloned().unwrap_or_else(|| who.user.clone());
-            let mut entries = Vec::with_capacity(rows.len());
-            for (name, values) in rows {
-                if !path::valid_component(&name) || path::has_wildcard(&name) {
-                    return Err(Error::IllegalCommand(format!("invalid entry name '{name}'")));
-                }
-                if values.len() != attrs.len() {
-                    return Err(Error::IllegalCommand(format!(
-                        "entry {name}: {} values for {} attributes",
-                        values.len(),
-                        attrs.len()
-                    )));
-                }
-                let values = attrs
-                    .iter()
-                    .zip(&values)
-                    .map(|(a, v)| a.attr_type.parse_value(v))
-                    .collect::<Result<Vec<Value>>>()?;
-                entries.push(NewEntry { name, owner: who.user.clone(), group: group.clone(), perms: mode, values });
+            if values.len() != attrs.len() {
+                return Err(Error::IllegalCommand(format!(
+                    "entry {name}: {} values for {} attributes",
+                    values.len(),
+                    attrs.len()
+                )));
             }
-            // One query for the sub-collections, not one per entry: bulk loads are 1M rows.
-            let subdirs: std::collections::HashSet<String> =
-                conn.children(coll.id).await?.into_iter().map(|c| c.path).collect();
-            for e in &entries {
-                let p = path::join(&abs, &e.name);
-                if subdirs.contains(&p) {
-                    return Err(Error::Exists(p));
-                }
-            }
-            conn.insert_entries(coll.id, &attrs, entries).await
+            let values =
+                attrs.iter().zip(&values).map(|(a, v)| a.attr_type.parse_value(v)).collect::<Result<Vec<Value>>>()?;
+            entries.push(NewEntry { name, owner: who.user.clone(), group: group.clone(), perms: mode, values });
         }
-        .await;
-        conn.finish_write(r).await
+        // One query for the sub-collections, not one per entry: bulk loads are 1M rows.
+        let subdirs: std::collections::HashSet<String> =
+            conn.children(coll.id).await?.into_iter().map(|c| c.path).collect();
+        for e in &entries {
+            let p = path::join(abs, &e.name);
+            if subdirs.contains(&p) {
+                return Err(Error::Exists(p));
+            }
+        }
+        conn.insert_entries(coll.id, &attrs, entries).await
     }
 
     /// `setattr <pattern> [attr value]…`: constant assignment to every matching entry.
     pub async fn setattr(&self, s: &mut Session<S>, pattern: &str, pairs: &[(String, String)]) -> Result<u64> {
         let cwd = s.cwd.clone();
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let t = target(&mut *conn, &cwd, pattern).await?;
-            Self::check(&mut conn, &who, &t.coll, WRITE).await?;
+        self.write(s, async |conn| {
+            let t = target(conn, &cwd, pattern).await?;
+            Self::check(conn, &who, &t.coll, WRITE).await?;
             let all = conn.attributes(t.coll.id).await?;
             let mut assignments = Vec::new();
             for (name, value) in pairs {
@@ -286,55 +340,48 @@ impl<S: Store> Catalogue<S> {
                 let vt = a.attr_type.value_type();
                 assignments.push((a, Expr::Ref(Term::Const(v, vt))));
             }
+            given_once(assignments.iter().map(|(a, _)| a))?;
             let plan = UpdatePlan {
                 tables: vec![t.coll.id],
                 assignments,
                 filter: None,
-                name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
+                name_patterns: t.like().collect(),
                 access: EntryAccess::new(&who, vec![WRITE]),
             };
             let n = conn.update_entries(&plan).await?;
-            if n == 0 && t.pattern.is_some() {
-                return Err(nothing_matched(&mut *conn, &t, &cwd, pattern).await);
-            }
-            Ok(n)
-        }
-        .await;
-        conn.finish_write(r).await
+            t.matched(conn, n, Matched::Changes(&who, WRITE, false)).await
+        })
+        .await
     }
 
     /// `clearattr <pattern> <attr>…`: set attributes to NULL.
     pub async fn clearattr(&self, s: &mut Session<S>, pattern: &str, attrs: &[String]) -> Result<u64> {
         let cwd = s.cwd.clone();
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let t = target(&mut *conn, &cwd, pattern).await?;
-            Self::check(&mut conn, &who, &t.coll, WRITE).await?;
+        self.write(s, async |conn| {
+            let t = target(conn, &cwd, pattern).await?;
+            Self::check(conn, &who, &t.coll, WRITE).await?;
             let all = conn.attributes(t.coll.id).await?;
             let assignments = attrs
                 .iter()
                 .map(|n| Ok((find_attr(&all, &t.coll.path, n)?, Expr::Lit(query::ast::Literal::Null))))
                 .collect::<Result<Vec<_>>>()?;
+            given_once(assignments.iter().map(|(a, _)| a))?;
             let plan = UpdatePlan {
                 tables: vec![t.coll.id],
                 assignments,
                 filter: None,
-                name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
+                name_patterns: t.like().collect(),
                 access: EntryAccess::new(&who, vec![WRITE]),
             };
             let n = conn.update_entries(&plan).await?;
-            if n == 0 && t.exact.is_some() {
-                return Err(nothing_matched(&mut *conn, &t, &cwd, pattern).await);
-            }
-            Ok(n)
-        }
-        .await;
-        conn.finish_write(r).await
+            t.matched(conn, n, Matched::Changes(&who, WRITE, false)).await
+        })
+        .await
     }
 
-    /// `rm <pattern> [condition]`: remove matching entries. Nothing matched is error 1.
+    /// `rm <pattern> [condition]`: remove matching entries (see [`Target::matched`] for an
+    /// empty match).
     pub async fn rm(&self, s: &mut Session<S>, pattern: &str, condition: Option<&str>) -> Result<u64> {
         let cwd = s.cwd.clone();
         let who = s.principal.clone();
@@ -342,13 +389,11 @@ impl<S: Store> Catalogue<S> {
             Some(c) => query::parse_condition(c).map_err(|e| Error::IllegalQuery(e.to_string()))?,
             None => Condition::default(),
         };
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let t = target(&mut *conn, &cwd, pattern).await?;
+        self.write(s, async |conn| {
+            let t = target(conn, &cwd, pattern).await?;
             let mut paths = Vec::new();
             query::resolve::condition_collections(&cond, &cwd, &mut paths)?;
-            let scope = self.scope(&mut conn, &who, &cwd, Some((t.coll.clone(), WRITE)), paths).await?;
+            let scope = self.scope(conn, &who, &cwd, Some((t.coll.clone(), WRITE)), paths).await?;
             let cond = scope.resolve_condition(cond)?;
             if let Some(f) = &cond.filter {
                 query::resolve::check_coerced(f)?;
@@ -361,17 +406,14 @@ impl<S: Store> Catalogue<S> {
             let plan = DeletePlan {
                 tables: scope.tables.iter().map(|t| t.info.id).collect(),
                 filter: cond.filter,
-                name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
+                name_patterns: t.like().collect(),
                 access: EntryAccess::new(&who, needs),
             };
             let n = conn.delete_entries(&plan).await?;
-            if n == 0 && t.pattern.is_some() && condition.is_none() {
-                return Err(nothing_matched(&mut *conn, &t, &cwd, pattern).await);
-            }
-            Ok(n)
-        }
-        .await;
-        conn.finish_write(r).await
+            t.matched(conn, n, Matched::Changes(&who, own, condition.is_some())).await
+        })
+        .await
+        .map_err(|e| overflow_in(e, &condition.map(Text::Condition).into_iter().collect::<Vec<_>>()))
     }
 
     /// `getattr <pattern> <attr>…`: per entry, its name then the values (bulk get).
@@ -384,42 +426,41 @@ impl<S: Store> Catalogue<S> {
     ) -> Result<u64> {
         let cwd = s.cwd.clone();
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let t = target(&mut *conn, &cwd, pattern).await?;
-        Self::check(&mut conn, &who, &t.coll, READ).await?;
-        let all = conn.attributes(t.coll.id).await?;
-        let mut columns = vec![col(0, Column::File, ValueType::Text)];
-        let mut types = vec![ValueType::Text];
-        let mut hint = 0;
-        for n in attrs {
-            let (c, vt) = pseudo_or_attr(&all, &mut hint, &t.coll.path, n)?;
-            columns.push(col(0, c, vt));
-            types.push(vt);
-        }
-        let plan = SelectPlan {
-            tables: vec![t.coll.id],
-            columns,
-            column_types: types,
-            filter: None,
-            name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
-            order_by: vec![OrderItem { expr: col(0, Column::File, ValueType::Text), descending: false }],
-            distinct: false,
-            limit: None,
-            after: None,
-            access: EntryAccess::new(&who, vec![READ]),
-            group_by: Vec::new(),
-            having: None,
-            offset: None,
-        };
-        let n = match t.exact {
-            Some(_) => self.run_select_one(&mut conn, &plan, sink).await?,
-            None => self.run_select(&mut conn, &plan, sink).await?,
-        };
-        // Nothing was written to the sink, so the caller can still answer with an error.
-        if n == 0 && t.exact.is_some() {
-            return Err(nothing_matched(&mut *conn, &t, &cwd, pattern).await);
-        }
-        Ok(n)
+        self.read(s, async |conn| {
+            let t = target(conn, &cwd, pattern).await?;
+            Self::check(conn, &who, &t.coll, READ).await?;
+            let all = conn.attributes(t.coll.id).await?;
+            let mut columns = vec![col(0, Column::File, ValueType::Text)];
+            let mut types = vec![ValueType::Text];
+            let mut hint = 0;
+            for n in attrs {
+                let (c, vt) = pseudo_or_attr(&all, &mut hint, &t.coll.path, n)?;
+                columns.push(col(0, c, vt));
+                types.push(vt);
+            }
+            let plan = SelectPlan {
+                tables: vec![t.coll.id],
+                columns,
+                column_types: types,
+                filter: None,
+                name_patterns: t.like().collect(),
+                order_by: vec![OrderItem { expr: col(0, Column::File, ValueType::Text), descending: false }],
+                distinct: false,
+                limit: None,
+                after: None,
+                access: EntryAccess::new(&who, vec![READ]),
+                group_by: Vec::new(),
+                having: None,
+                offset: None,
+            };
+            let n = match t.exact {
+                Some(_) => self.run_select_one(conn, &plan, sink).await?,
+                None => self.run_select(conn, &plan, sink).await?,
+            };
+            // Nothing was written to the sink, so the caller can still answer with an error.
+            t.matched(conn, n, Matched::Reads).await
+        })
+        .await
     }
 
     /// `find <pattern> <condition>`: names of matching entries.
@@ -433,39 +474,40 @@ impl<S: Store> Catalogue<S> {
         let cwd = s.cwd.clone();
         let who = s.principal.clone();
         let cond = query::parse_condition(condition).map_err(|e| Error::IllegalQuery(e.to_string()))?;
-        let mut conn = self.conn(s).await?;
-        let t = target(&mut *conn, &cwd, pattern).await?;
-        let mut paths = Vec::new();
-        query::resolve::condition_collections(&cond, &cwd, &mut paths)?;
-        let scope = self.scope(&mut conn, &who, &cwd, Some((t.coll.clone(), READ)), paths).await?;
-        // Like getattr (after the permission check): a name without wildcards must exist, so a
-        // mistyped directory is error 1 rather than an empty result.
-        let access = EntryAccess::new(&who, vec![READ; scope.tables.len()]);
-        if let Some(name) = &t.exact {
-            let first = access.as_ref().map(|a| EntryAccess { needs: vec![READ], ..a.clone() });
-            if !entry_visible(&mut *conn, t.coll.id, name, first).await? {
-                return Err(named_entry_error(&mut *conn, t.coll.id, &path::absolute(&cwd, pattern)?, name).await);
+        self.read(s, async |conn| {
+            let t = target(conn, &cwd, pattern).await?;
+            let mut paths = Vec::new();
+            query::resolve::condition_collections(&cond, &cwd, &mut paths)?;
+            let scope = self.scope(conn, &who, &cwd, Some((t.coll.clone(), READ)), paths).await?;
+            // Like getattr (after the permission check): a name without wildcards must exist, so a
+            // mistyped directory is error 1 rather than an empty result.
+            let access = EntryAccess::new(&who, vec![READ; scope.tables.len()]);
+            if let Some(name) = &t.exact {
+                let first = access.as_ref().map(|a| EntryAccess { needs: vec![READ], ..a.clone() });
+                if !entry_visible(conn, t.coll.id, name, first).await? {
+                    return Err(named_entry_error(conn, t.coll.id, &t.abs, name).await);
+                }
             }
-        }
-        let cond = scope.resolve_condition(cond)?;
-        let mut plan = plan_from(
-            &scope,
-            vec![col(0, Column::File, ValueType::Text)],
-            cond,
-            t.pattern.iter().map(|p| (0, p.clone())).collect(),
-            true,
-        )?;
-        plan.access = access;
-        self.run_select(&mut conn, &plan, sink).await
+            let cond = scope.resolve_condition(cond)?;
+            let mut plan =
+                plan_from(&scope, vec![col(0, Column::File, ValueType::Text)], cond, t.like().collect(), true)?;
+            plan.access = access;
+            self.run_select(conn, &plan, sink).await
+        })
+        .await
+        .map_err(|e| overflow_in(e, &[Text::Condition(condition)]))
     }
 
     /// `selectattr <expr>… <condition>`: rows of the expressions over the implicit join.
     pub async fn selectattr<K: RowSink>(&self, s: &mut Session<S>, spec: &SelectSpec, sink: &mut K) -> Result<u64> {
         let who = s.principal.clone();
         let cwd = s.cwd.clone();
-        let mut conn = self.conn(s).await?;
-        let plan = self.plan_select(&mut conn, &who, &cwd, spec, None).await?;
-        self.run_select(&mut conn, &plan, sink).await
+        self.read(s, async |conn| {
+            let plan = self.plan_select(conn, &who, &cwd, spec, None).await?;
+            self.run_select(conn, &plan, sink).await
+        })
+        .await
+        .map_err(|e| overflow_in(e, &spec.texts()))
     }
 
     async fn plan_select(
@@ -516,38 +558,41 @@ impl<S: Store> Catalogue<S> {
     ) -> Result<QueryPage> {
         let who = s.principal.clone();
         let cwd = s.cwd.clone();
-        let mut conn = self.conn(s).await?;
-        let mut plan = self.plan_select(&mut conn, &who, &cwd, spec, after).await?;
-        let user_limit = plan.limit;
-        // One row more than the page tells whether another page exists.
-        plan.limit = Some(page_size as u64 + 1);
-        let ncols = plan.columns.len();
-        let key_types = plan.key_types();
-        let wire = WireRows::of(&plan);
-        let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
-        let producer = conn.select(&plan, tx);
-        let consumer = async move {
-            let mut rows = Vec::new();
-            let mut last_key = None;
-            let mut more = false;
-            while let Some(row) = rx.recv().await {
-                let row = row?;
-                if rows.len() == page_size {
-                    more = true;
-                    break;
+        self.read(s, async |conn| {
+            let mut plan = self.plan_select(conn, &who, &cwd, spec, after).await?;
+            let user_limit = plan.limit;
+            // One row more than the page tells whether another page exists.
+            plan.limit = Some(page_size as u64 + 1);
+            let ncols = plan.columns.len();
+            let key_types = plan.key_types();
+            let wire = WireRows::of(&plan);
+            let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
+            let producer = conn.select(&plan, tx);
+            let consumer = async move {
+                let mut rows = Vec::new();
+                let mut last_key = None;
+                let mut more = false;
+                while let Some(row) = rx.recv().await {
+                    let row = row?;
+                    if rows.len() == page_size {
+                        more = true;
+                        break;
+                    }
+                    last_key = Some(row[ncols..].to_vec());
+                    rows.push(wire.row(row));
                 }
-                last_key = Some(row[ncols..].to_vec());
-                rows.push(wire.row(row));
-            }
-            Ok::<_, Error>((rows, last_key, more))
-        };
-        let (produced, consumed) = tokio::join!(producer, consumer);
-        let (rows, last_key, more) = consumed?;
-        produced?;
-        debug_assert!(last_key.as_ref().is_none_or(|k: &Vec<Value>| k.len() == key_types.len()));
-        // A user `limit` is not honoured across pages; page through without one instead.
-        let _ = user_limit;
-        Ok(QueryPage { columns: spec.select.clone(), rows, next: if more { last_key } else { None } })
+                Ok::<_, Error>((rows, last_key, more))
+            };
+            let (produced, consumed) = tokio::join!(producer, consumer);
+            let (rows, last_key, more) = consumed?;
+            produced?;
+            debug_assert!(last_key.as_ref().is_none_or(|k: &Vec<Value>| k.len() == key_types.len()));
+            // A user `limit` is not honoured across pages; page through without one instead.
+            let _ = user_limit;
+            Ok(QueryPage { columns: spec.select.clone(), rows, next: if more { last_key } else { None } })
+        })
+        .await
+        .map_err(|e| overflow_in(e, &spec.texts()))
     }
 
     /// `updateattr <pattern> (attr expr)… <condition>`: update by query with implicit joins.
@@ -565,7 +610,11 @@ impl<S: Store> Catalogue<S> {
                 Ok((a.clone(), query::parse_expr(e).map_err(|err| Error::IllegalQuery(format!("'{e}' {err}")))?))
             })
             .collect::<Result<Vec<_>>>()?;
-        self.update_where(s, pattern, exprs, cond).await
+        self.update_where(s, pattern, exprs, cond).await.map_err(|e| {
+            let mut texts: Vec<Text<'_>> = assignments.iter().map(|(_, e)| Text::Expr(e)).collect();
+            texts.push(Text::Condition(condition));
+            overflow_in(e, &texts)
+        })
     }
 
     /// `updateattr` with the new values and the condition already parsed: the composite
@@ -579,16 +628,14 @@ impl<S: Store> Catalogue<S> {
     ) -> Result<u64> {
         let cwd = s.cwd.clone();
         let who = s.principal.clone();
-        let mut conn: Held<'_, S::Conn> = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let t = target(&mut *conn, &cwd, pattern).await?;
+        self.write(s, async |conn| {
+            let t = target(conn, &cwd, pattern).await?;
             let mut paths = Vec::new();
             query::resolve::condition_collections(&cond, &cwd, &mut paths)?;
             for (_, e) in &exprs {
                 query::resolve::referenced_collections(e, &cwd, &mut paths)?;
             }
-            let scope = self.scope(&mut conn, &who, &cwd, Some((t.coll.clone(), WRITE)), paths).await?;
+            let scope = self.scope(conn, &who, &cwd, Some((t.coll.clone(), WRITE)), paths).await?;
             let mut planned = Vec::new();
             for (name, e) in exprs {
                 let attr = find_attr(&scope.tables[0].attrs, &t.coll.path, &name)?;
@@ -603,6 +650,7 @@ impl<S: Store> Catalogue<S> {
                 }
                 planned.push((attr.clone(), query::resolve::check_assignment(&attr, e)?));
             }
+            given_once(planned.iter().map(|(a, _)| a))?;
             let cond = scope.resolve_condition(cond)?;
             if let Some(f) = &cond.filter {
                 query::resolve::check_coerced(f)?;
@@ -613,13 +661,14 @@ impl<S: Store> Catalogue<S> {
                 tables: scope.tables.iter().map(|t| t.info.id).collect(),
                 assignments: planned,
                 filter: cond.filter,
-                name_patterns: t.pattern.iter().map(|p| (0, p.clone())).collect(),
+                name_patterns: t.like().collect(),
                 access: EntryAccess::new(&who, needs),
             };
-            conn.update_entries(&plan).await
-        }
-        .await;
-        conn.finish_write(r).await
+            let n = conn.update_entries(&plan).await?;
+            // Update by query: its condition makes it a query (rule 3 of `Target::matched`).
+            t.matched(conn, n, Matched::Changes(&who, WRITE, true)).await
+        })
+        .await
     }
 }
 
@@ -675,17 +724,31 @@ fn plan_from(
     })
 }
 
-/// The error of a command that named entries and found none it may use: for a name without
-/// wildcards that exists, 4 (the caller lacks the rights); otherwise 1.
-async fn nothing_matched<C: StoreConn>(conn: &mut C, t: &Target, cwd: &str, arg: &str) -> Error {
-    let abs = match path::absolute(cwd, arg) {
-        Ok(a) => a,
-        Err(e) => return e,
+/// A piece of query-language text of a command, for [`overflow_in`].
+enum Text<'a> {
+    Expr(&'a str),
+    Condition(&'a str),
+}
+
+/// Names the command's expressions in an arithmetic overflow (code 18): the store only knows a
+/// statement overflowed, the service knows the texts it came from. Only the texts that compute
+/// something are named (all of them if none seems to). Other errors pass unchanged.
+fn overflow_in(e: Error, texts: &[Text<'_>]) -> Error {
+    let Error::Overflow(_) = e else { return e };
+    let computes = |t: &Text<'_>| match t {
+        Text::Expr(s) => query::parse_expr(s).is_ok_and(|e| e.has_arithmetic()),
+        Text::Condition(s) => query::parse_condition(s).is_ok_and(|c| {
+            c.filter.as_ref().is_some_and(Expr::has_arithmetic) || c.order_by.iter().any(|o| o.expr.has_arithmetic())
+        }),
     };
-    match &t.exact {
-        Some(name) => named_entry_error(conn, t.coll.id, &abs, name).await,
-        None => Error::NotFound(abs),
+    let text = |t: &Text<'_>| match t {
+        Text::Expr(s) | Text::Condition(s) => format!("'{}'", s.trim()),
+    };
+    let mut named: Vec<String> = texts.iter().filter(|t| computes(t)).map(text).collect();
+    if named.is_empty() {
+        named = texts.iter().map(text).collect();
     }
+    Error::Overflow(named.join(", "))
 }
 
 /// Turns the rows a store returns for a plan into wire rows: the plan's columns only (the

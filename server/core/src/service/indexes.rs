@@ -40,63 +40,59 @@ impl<S: Store> Catalogue<S> {
             }
         }
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let c = Self::must_collection(&mut conn, &abs).await?;
-            Self::check(&mut conn, &who, &c, WRITE).await?;
+        self.write(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, WRITE).await?;
             let defs = conn.attributes(c.id).await?;
             let columns = attrs.iter().map(|a| column_of(&defs, &abs, a)).collect::<Result<Vec<_>>>()?;
             if conn.indexes(c.id).await?.iter().any(|ix| ix.name.eq_ignore_ascii_case(name)) {
                 return Err(Error::Exists(format!("{abs}: index {name}")));
             }
             conn.add_index(c.id, name, &columns).await.map(|_| ())
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     /// `index_remove <dir> <name>`: drops the index (error 1 if there is none of that name).
     pub async fn index_remove(&self, s: &mut Session<S>, dir: &str, name: &str) -> Result<()> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let c = Self::must_collection(&mut conn, &abs).await?;
-            Self::check(&mut conn, &who, &c, WRITE).await?;
+        self.write(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, WRITE).await?;
             let ix = find_index(conn.indexes(c.id).await?, &abs, name)?;
             conn.remove_index(c.id, &ix).await
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     /// `index_list <dir>`: the composite indexes of a collection, by name. Needs read.
     pub async fn index_list(&self, s: &mut Session<S>, dir: &str) -> Result<Vec<IndexInfo>> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
-        Self::check(&mut conn, &who, &c, READ).await?;
-        let defs = conn.attributes(c.id).await?;
-        let indexes = conn.indexes(c.id).await?;
-        Ok(indexes
-            .into_iter()
-            .map(|ix| IndexInfo {
-                name: ix.name,
-                columns: ix
-                    .columns
-                    .iter()
-                    .map(|col| match col {
-                        IndexColumn::File => "FILE".to_string(),
-                        IndexColumn::Attr(id) => {
-                            defs.iter().find(|a| a.id == *id).map_or_else(|| format!("#{id}"), |a| a.name.clone())
-                        }
-                    })
-                    .collect(),
-            })
-            .collect())
+        self.read(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, READ).await?;
+            let defs = conn.attributes(c.id).await?;
+            let indexes = conn.indexes(c.id).await?;
+            Ok(indexes
+                .into_iter()
+                .map(|ix| IndexInfo {
+                    name: ix.name,
+                    columns: ix
+                        .columns
+                        .iter()
+                        .map(|col| match col {
+                            IndexColumn::File => "FILE".to_string(),
+                            IndexColumn::Attr(id) => {
+                                defs.iter().find(|a| a.id == *id).map_or_else(|| format!("#{id}"), |a| a.name.clone())
+                            }
+                        })
+                        .collect(),
+                })
+                .collect())
+        })
+        .await
     }
 }
 

@@ -142,40 +142,13 @@ impl<C> DerefMut for Held<'_, C> {
     }
 }
 
-impl<C: StoreConn> Held<'_, C> {
-    /// Start an atomic unit: its own transaction, or a savepoint inside the user's.
-    pub(crate) async fn start_write(&mut self) -> Result<()> {
-        match self {
-            Held::Pinned(c) => c.savepoint().await,
-            Held::Pooled(c) => c.begin().await,
-        }
-    }
-
-    /// End the unit started by `start_write`: keep it on success, undo it entirely on failure.
-    pub(crate) async fn finish_write<T>(&mut self, result: Result<T>) -> Result<T> {
-        match (self, result) {
-            (Held::Pinned(c), Ok(v)) => c.release_savepoint().await.map(|_| v),
-            (Held::Pooled(c), Ok(v)) => c.commit().await.map(|_| v),
-            (Held::Pinned(c), Err(e)) => {
-                c.rollback_to_savepoint().await?;
-                c.release_savepoint().await?;
-                Err(e)
-            }
-            (Held::Pooled(c), Err(e)) => {
-                c.rollback().await?;
-                Err(e)
-            }
-        }
-    }
-}
-
 impl<S: Store> Catalogue<S> {
     /// Opens the service over a migrated store; loads (or creates) the shared token key.
     pub async fn new(store: S, config: ServiceConfig) -> Result<Self> {
         let mut conn = store.acquire().await?;
         let fresh: [u8; 32] = rand::random();
         let hex: String = fresh.iter().map(|b| format!("{b:02x}")).collect();
-        let key_hex = conn.init_setting("token_key", &hex).await?;
+        let key_hex = Self::unit(&mut conn, async |c| c.init_setting("token_key", &hex).await).await?;
         let token_key = (0..key_hex.len() / 2)
             .filter_map(|i| u8::from_str_radix(key_hex.get(2 * i..2 * i + 2)?, 16).ok())
             .collect();
@@ -210,6 +183,47 @@ impl<S: Store> Catalogue<S> {
             Some(c) => Ok(Held::Pinned(c)),
             None => Ok(Held::Pooled(self.inner.store.acquire().await?)),
         }
+    }
+
+    // ---- the unit of work: the one place where commands meet transactions ----
+
+    /// Runs one command that changes the catalogue as **one atomic unit**: its own transaction,
+    /// or a savepoint inside the session's `transaction`. On success the work is kept; on any
+    /// error all of it is undone and the user's transaction stays exactly as it was and usable
+    /// (issue #20: no command may spoil it). This is the only way to a write: the store refuses
+    /// every write outside a unit (see [`StoreConn::begin_unit`]).
+    pub(crate) async fn write<T>(
+        &self,
+        s: &mut Session<S>,
+        f: impl AsyncFnOnce(&mut S::Conn) -> Result<T>,
+    ) -> Result<T> {
+        let mut conn = self.conn(s).await?;
+        Self::unit(&mut conn, f).await
+    }
+
+    /// Runs one command that only reads. Outside a transaction it runs as is (no extra statement:
+    /// the `get` hot path). Inside the user's transaction it runs under a savepoint like a write,
+    /// because a statement that fails there (an overflow, a timeout) would otherwise abort the
+    /// whole transaction on both backends.
+    pub(crate) async fn read<T>(
+        &self,
+        s: &mut Session<S>,
+        f: impl AsyncFnOnce(&mut S::Conn) -> Result<T>,
+    ) -> Result<T> {
+        match s.tx.as_mut() {
+            Some(c) => Self::unit(c, f).await,
+            None => f(&mut self.inner.store.acquire().await?).await,
+        }
+    }
+
+    /// The unit itself, on a connection the caller holds (also for the service's own writes
+    /// outside any session: the token key, the first root user, revoked tokens).
+    pub(crate) async fn unit<T>(conn: &mut S::Conn, f: impl AsyncFnOnce(&mut S::Conn) -> Result<T>) -> Result<T> {
+        conn.begin_unit().await?;
+        let r = f(conn).await;
+        // A failure to end the unit wins: the caller must not believe work was kept.
+        conn.end_unit(r.is_ok()).await?;
+        r
     }
 
     // ---- transactions ----

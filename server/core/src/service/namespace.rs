@@ -1,6 +1,7 @@
 //! Collections and their schemas: navigation, createdir/rmdir, listings, attributes, ownership
 //! (`chmod`/`chown` of collections, and of entries: one by name or the caller's own by pattern).
 
+use super::entries::{Matched, target};
 use super::{Catalogue, RowSink, Session};
 use crate::error::{Error, Result};
 use crate::path;
@@ -33,10 +34,11 @@ impl<S: Store> Catalogue<S> {
     pub async fn cd(&self, s: &mut Session<S>, dir: &str) -> Result<()> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
-        Self::check(&mut conn, &who, &c, READ).await?;
-        drop(conn);
+        self.read(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, READ).await
+        })
+        .await?;
         s.cwd = abs;
         Ok(())
     }
@@ -51,15 +53,13 @@ impl<S: Store> Catalogue<S> {
         }
         let who = s.principal.clone();
         let mode = self.inner.config.collection_mode;
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
+        self.write(s, async |conn| {
             if conn.collection(&abs).await?.is_some() {
                 return Err(Error::DirExists(abs.clone()));
             }
-            let parent = Self::must_collection(&mut conn, parent_path).await?;
-            Self::check(&mut conn, &who, &parent, WRITE).await?;
-            if entry_exists(&mut *conn, parent.id, name).await? {
+            let parent = Self::must_collection(conn, parent_path).await?;
+            Self::check(conn, &who, &parent, WRITE).await?;
+            if entry_exists(conn, parent.id, name).await? {
                 return Err(Error::Exists(abs.clone()));
             }
             let attrs: Vec<(String, AttrType, bool)> = if plain {
@@ -69,9 +69,8 @@ impl<S: Store> Catalogue<S> {
             };
             let group = who.groups.first().cloned().unwrap_or_else(|| who.user.clone());
             conn.create_collection(parent.id, &abs, &who.user, &group, mode, &attrs).await
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     /// `rmdir <path>`: only an empty collection (no entries, no sub-collections) goes.
@@ -81,22 +80,19 @@ impl<S: Store> Catalogue<S> {
             return Err(Error::PermissionDenied("the root collection cannot be removed".into()));
         }
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let c = Self::must_collection(&mut conn, &abs).await?;
+        self.write(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
             let parent = match c.parent_id {
                 Some(p) => conn.collection_by_id(p).await?.ok_or_else(|| Error::NotFound(abs.clone()))?,
                 None => return Err(Error::PermissionDenied(abs.clone())),
             };
-            Self::check(&mut conn, &who, &parent, WRITE).await?;
+            Self::check(conn, &who, &parent, WRITE).await?;
             if !conn.children(c.id).await?.is_empty() || conn.has_entries(c.id).await? {
                 return Err(Error::NotEmpty(abs.clone()));
             }
             conn.remove_collection(c.id).await
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     /// `dir <path or pattern>`: rows `(full path, "collection"|"entry")`, collections first,
@@ -114,10 +110,12 @@ impl<S: Store> Catalogue<S> {
     pub async fn listentries<K: RowSink>(&self, s: &mut Session<S>, target: &str, sink: &mut K) -> Result<u64> {
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
-        Self::check(&mut conn, &who, &c, READ).await?;
-        stream_names(self, &mut conn, &who, &c, None, sink, false).await
+        self.read(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, READ).await?;
+            stream_names(self, conn, &who, &c, None, sink, false).await
+        })
+        .await
     }
 
     async fn listing<K: RowSink>(
@@ -130,103 +128,107 @@ impl<S: Store> Catalogue<S> {
     ) -> Result<u64> {
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let (coll, pattern) = match conn.collection(&abs).await? {
-            Some(c) => (c, None),
-            None => {
-                let (parent, last) = path::split(&abs).ok_or_else(|| Error::NotFound(abs.clone()))?;
-                let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.clone()))?;
-                if !path::has_wildcard(last) && !entry_exists(&mut *conn, c.id, last).await? {
-                    return Err(Error::NotFound(abs.clone()));
+        self.read(s, async |conn| {
+            let (coll, pattern) = match conn.collection(&abs).await? {
+                Some(c) => (c, None),
+                None => {
+                    let (parent, last) = path::split(&abs).ok_or_else(|| Error::NotFound(abs.clone()))?;
+                    let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.clone()))?;
+                    if !path::has_wildcard(last) && !entry_exists(conn, c.id, last).await? {
+                        return Err(Error::NotFound(abs.clone()));
+                    }
+                    (c, Some(last.to_string()))
                 }
-                (c, Some(last.to_string()))
+            };
+            Self::check(conn, &who, &coll, READ).await?;
+            // A hidden entry named exactly is a denial, not an empty listing.
+            if let Some(name) = pattern.as_deref().filter(|p| !path::has_wildcard(p))
+                && !entry_visible(conn, coll.id, name, EntryAccess::new(&who, vec![READ])).await?
+            {
+                return Err(Error::PermissionDenied(abs.clone()));
             }
-        };
-        Self::check(&mut conn, &who, &coll, READ).await?;
-        // A hidden entry named exactly is a denial, not an empty listing.
-        if let Some(name) = pattern.as_deref().filter(|p| !path::has_wildcard(p))
-            && !entry_visible(&mut *conn, coll.id, name, EntryAccess::new(&who, vec![READ])).await?
-        {
-            return Err(Error::PermissionDenied(abs.clone()));
-        }
-        let mut n = 0;
-        if with_collections {
-            for child in conn.children(coll.id).await? {
-                let name = path::split(&child.path).map(|(_, n)| n).unwrap_or("");
-                if pattern.as_deref().is_some_and(|p| !glob_match(p, name)) {
-                    continue;
+            let mut n = 0;
+            if with_collections {
+                for child in conn.children(coll.id).await? {
+                    let name = path::split(&child.path).map(|(_, n)| n).unwrap_or("");
+                    if pattern.as_deref().is_some_and(|p| !glob_match(p, name)) {
+                        continue;
+                    }
+                    let mut row = vec![Some(child.path.clone())];
+                    if with_kind {
+                        row.push(Some(ItemKind::Collection.as_str().into()));
+                    }
+                    sink.row(row).await?;
+                    n += 1;
                 }
-                let mut row = vec![Some(child.path.clone())];
-                if with_kind {
-                    row.push(Some(ItemKind::Collection.as_str().into()));
-                }
-                sink.row(row).await?;
-                n += 1;
             }
-        }
-        n += stream_names(self, &mut conn, &who, &coll, pattern.as_deref(), sink, with_kind).await?;
-        Ok(n)
+            n += stream_names(self, conn, &who, &coll, pattern.as_deref(), sink, with_kind).await?;
+            Ok(n)
+        })
+        .await
     }
 
     /// `stat <path or pattern>`: per object 5 rows-values `(path, kind, owner, group, mode)`.
     pub async fn stat(&self, s: &mut Session<S>, target: &str) -> Result<Vec<Vec<Option<String>>>> {
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        if let Some(c) = conn.collection(&abs).await? {
-            Self::check(&mut conn, &who, &c, READ).await?;
-            return Ok(vec![vec![
-                Some(c.path.clone()),
-                Some("collection".into()),
-                Some(c.owner.clone()),
-                Some(c.group.clone()),
-                Some(Mode(c.perms).to_string()),
-            ]]);
-        }
-        let (parent, last) = path::split(&abs).ok_or_else(|| Error::NotFound(abs.clone()))?;
-        let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.clone()))?;
-        Self::check(&mut conn, &who, &c, READ).await?;
-        let col = |column, vtype| Expr::Ref(Term::Column { table: 0, column, vtype });
-        let plan = SelectPlan {
-            tables: vec![c.id],
-            columns: vec![
-                col(Column::File, ValueType::Text),
-                col(Column::Owner, ValueType::Text),
-                col(Column::Group, ValueType::Text),
-                col(Column::Perms, ValueType::Int),
-            ],
-            column_types: vec![ValueType::Text, ValueType::Text, ValueType::Text, ValueType::Int],
-            filter: None,
-            name_patterns: vec![(0, path::glob_to_like(last))],
-            order_by: vec![],
-            distinct: false,
-            limit: None,
-            after: None,
-            access: EntryAccess::new(&who, vec![READ]),
-            group_by: Vec::new(),
-            having: None,
-            offset: None,
-        };
-        let mut rows: Vec<Vec<Option<String>>> = Vec::new();
-        self.run_select(&mut conn, &plan, &mut rows).await?;
-        if rows.is_empty() {
-            return Err(if path::has_wildcard(last) {
-                Error::NotFound(abs)
-            } else {
-                named_entry_error(&mut *conn, c.id, &abs, last).await
-            });
-        }
-        Ok(rows
-            .into_iter()
-            .map(|r| {
-                let mut it = r.into_iter();
-                let name = it.next().flatten().unwrap_or_default();
-                let owner = it.next().flatten();
-                let group = it.next().flatten();
-                let perms = it.next().flatten();
-                vec![Some(path::join(&c.path, &name)), Some("entry".into()), owner, group, perms]
-            })
-            .collect())
+        self.read(s, async |conn| {
+            if let Some(c) = conn.collection(&abs).await? {
+                Self::check(conn, &who, &c, READ).await?;
+                return Ok(vec![vec![
+                    Some(c.path.clone()),
+                    Some("collection".into()),
+                    Some(c.owner.clone()),
+                    Some(c.group.clone()),
+                    Some(Mode(c.perms).to_string()),
+                ]]);
+            }
+            let (parent, last) = path::split(&abs).ok_or_else(|| Error::NotFound(abs.clone()))?;
+            let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.clone()))?;
+            Self::check(conn, &who, &c, READ).await?;
+            let col = |column, vtype| Expr::Ref(Term::Column { table: 0, column, vtype });
+            let plan = SelectPlan {
+                tables: vec![c.id],
+                columns: vec![
+                    col(Column::File, ValueType::Text),
+                    col(Column::Owner, ValueType::Text),
+                    col(Column::Group, ValueType::Text),
+                    col(Column::Perms, ValueType::Int),
+                ],
+                column_types: vec![ValueType::Text, ValueType::Text, ValueType::Text, ValueType::Int],
+                filter: None,
+                name_patterns: vec![(0, path::glob_to_like(last))],
+                order_by: vec![],
+                distinct: false,
+                limit: None,
+                after: None,
+                access: EntryAccess::new(&who, vec![READ]),
+                group_by: Vec::new(),
+                having: None,
+                offset: None,
+            };
+            let mut rows: Vec<Vec<Option<String>>> = Vec::new();
+            self.run_select(conn, &plan, &mut rows).await?;
+            if rows.is_empty() {
+                return Err(if path::has_wildcard(last) {
+                    Error::NotFound(abs)
+                } else {
+                    named_entry_error(conn, c.id, &abs, last).await
+                });
+            }
+            Ok(rows
+                .into_iter()
+                .map(|r| {
+                    let mut it = r.into_iter();
+                    let name = it.next().flatten().unwrap_or_default();
+                    let owner = it.next().flatten();
+                    let group = it.next().flatten();
+                    let perms = it.next().flatten();
+                    vec![Some(path::join(&c.path, &name)), Some("entry".into()), owner, group, perms]
+                })
+                .collect())
+        })
+        .await
     }
 
     pub async fn addattr(
@@ -243,63 +245,61 @@ impl<S: Store> Catalogue<S> {
         }
         let attr_type = AttrType::parse(type_name)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let c = Self::must_collection(&mut conn, &abs).await?;
-            Self::check(&mut conn, &who, &c, WRITE).await?;
+        self.write(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, WRITE).await?;
             if conn.attributes(c.id).await?.iter().any(|a| a.name.eq_ignore_ascii_case(name)) {
                 return Err(Error::Exists(format!("{abs}:{name}")));
             }
             conn.add_attribute(c.id, name, attr_type, indexed).await.map(|_| ())
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     pub async fn removeattr(&self, s: &mut Session<S>, dir: &str, name: &str) -> Result<()> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let c = Self::must_collection(&mut conn, &abs).await?;
-            Self::check(&mut conn, &who, &c, WRITE).await?;
+        self.write(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, WRITE).await?;
             let attr = find_attr(&conn.attributes(c.id).await?, &abs, name)?;
             conn.remove_attribute(c.id, &attr).await
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     /// `listattr <dir or entry>`: the attributes of the collection (of the entry's collection).
     pub async fn listattr(&self, s: &mut Session<S>, target: &str) -> Result<Vec<AttrDef>> {
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let c = match conn.collection(&abs).await? {
-            Some(c) => c,
-            None => {
-                let (parent, name) = path::split(&abs).ok_or_else(|| Error::NotFound(abs.clone()))?;
-                let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.clone()))?;
-                if !entry_exists(&mut *conn, c.id, name).await? {
-                    return Err(Error::NotFound(abs.clone()));
+        self.read(s, async |conn| {
+            let c = match conn.collection(&abs).await? {
+                Some(c) => c,
+                None => {
+                    let (parent, name) = path::split(&abs).ok_or_else(|| Error::NotFound(abs.clone()))?;
+                    let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.clone()))?;
+                    if !entry_exists(conn, c.id, name).await? {
+                        return Err(Error::NotFound(abs.clone()));
+                    }
+                    c
                 }
-                c
-            }
-        };
-        Self::check(&mut conn, &who, &c, READ).await?;
-        conn.attributes(c.id).await
+            };
+            Self::check(conn, &who, &c, READ).await?;
+            conn.attributes(c.id).await
+        })
+        .await
     }
 
     /// Collections below `path` (direct children), for SOAP `listSchemas`.
     pub async fn list_collections(&self, s: &mut Session<S>, dir: &str) -> Result<Vec<String>> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        let c = Self::must_collection(&mut conn, &abs).await?;
-        Self::check(&mut conn, &who, &c, READ).await?;
-        Ok(conn.children(c.id).await?.into_iter().map(|c| c.path).collect())
+        self.read(s, async |conn| {
+            let c = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &c, READ).await?;
+            Ok(conn.children(c.id).await?.into_iter().map(|c| c.path).collect())
+        })
+        .await
     }
 
     /// `chmod <path> <rwxrwxrwx>`: owner or root. `path` is a collection, an entry, or a pattern
@@ -308,17 +308,17 @@ impl<S: Store> Catalogue<S> {
         let mode = Mode::parse(mode)?;
         let abs = path::absolute(&s.cwd, target)?;
         let who = s.principal.clone();
-        let mut conn = self.conn(s).await?;
-        if let Some(c) = conn.collection(&abs).await? {
-            if !Self::is_owner(&who, &c) {
-                return Err(Error::PermissionDenied(format!("only the owner may chmod {abs}")));
-            }
-            return conn.set_collection_perms(c.id, mode.0).await;
-        }
         let change = EntryMetaChange { perms: Some(mode.0), ..EntryMetaChange::default() };
-        conn.start_write().await?;
-        let r = Self::change_entries(&mut conn, &who, &abs, &change, "chmod").await;
-        conn.finish_write(r).await
+        self.write(s, async |conn| {
+            if let Some(c) = conn.collection(&abs).await? {
+                if !Self::is_owner(&who, &c) {
+                    return Err(Error::PermissionDenied(format!("only the owner may chmod {abs}")));
+                }
+                return conn.set_collection_perms(c.id, mode.0).await;
+            }
+            Self::change_entries(conn, &who, &abs, &change, "chmod").await
+        })
+        .await
     }
 
     /// `chown <path> <user>[:<group>]`: root may give a collection or entry away; an owner may
@@ -336,31 +336,32 @@ impl<S: Store> Catalogue<S> {
         {
             return Err(Error::PermissionDenied(format!("not a member of group {g}")));
         }
-        let mut conn = self.conn(s).await?;
-        if let Some(c) = conn.collection(&abs).await? {
-            if !Self::is_owner(&who, &c) {
-                return Err(Error::PermissionDenied(format!("only the owner may chown {abs}")));
+        self.write(s, async |conn| {
+            if let Some(c) = conn.collection(&abs).await? {
+                if !Self::is_owner(&who, &c) {
+                    return Err(Error::PermissionDenied(format!("only the owner may chown {abs}")));
+                }
+                if user != c.owner && !who.is_root() {
+                    return Err(Error::PermissionDenied("only root may change the owner".into()));
+                }
+                if conn.user(user).await?.is_none() {
+                    return Err(Error::NotFound(format!("user {user}")));
+                }
+                let group = group.map_or_else(|| c.group.clone(), str::to_string);
+                return conn.set_collection_owner(c.id, user, &group).await;
             }
-            if user != c.owner && !who.is_root() {
+            // A non-root caller only ever changes entries it owns, so a new owner means giving away.
+            if user != who.user && !who.is_root() {
                 return Err(Error::PermissionDenied("only root may change the owner".into()));
             }
             if conn.user(user).await?.is_none() {
                 return Err(Error::NotFound(format!("user {user}")));
             }
-            let group = group.map_or_else(|| c.group.clone(), str::to_string);
-            return conn.set_collection_owner(c.id, user, &group).await;
-        }
-        // A non-root caller only ever changes entries it owns, so a new owner means giving away.
-        if user != who.user && !who.is_root() {
-            return Err(Error::PermissionDenied("only root may change the owner".into()));
-        }
-        if conn.user(user).await?.is_none() {
-            return Err(Error::NotFound(format!("user {user}")));
-        }
-        let change = EntryMetaChange { owner: Some(user.to_string()), group: group.map(str::to_string), perms: None };
-        conn.start_write().await?;
-        let r = Self::change_entries(&mut conn, &who, &abs, &change, "chown").await;
-        conn.finish_write(r).await
+            let change =
+                EntryMetaChange { owner: Some(user.to_string()), group: group.map(str::to_string), perms: None };
+            Self::change_entries(conn, &who, &abs, &change, "chown").await
+        })
+        .await
     }
 
     /// chmod/chown of the entries `abs` names (one entry or a pattern): read on the collection,
@@ -373,18 +374,16 @@ impl<S: Store> Catalogue<S> {
         change: &EntryMetaChange,
         what: &str,
     ) -> Result<()> {
-        let (parent, last) = path::split(abs).ok_or_else(|| Error::NotFound(abs.to_string()))?;
-        let c = conn.collection(parent).await?.ok_or_else(|| Error::NotFound(abs.to_string()))?;
-        Self::check(conn, who, &c, READ).await?;
+        let t = target(conn, "/", abs).await?;
+        let like = t.pattern.as_deref().ok_or_else(|| Error::Internal(format!("{abs} is a collection")))?;
+        Self::check(conn, who, &t.coll, READ).await?;
         let only_owner = (!who.is_root()).then_some(who.user.as_str());
-        let n = conn.set_entry_meta(c.id, &path::glob_to_like(last), only_owner, change).await?;
-        if n > 0 {
-            return Ok(());
+        let n = conn.set_entry_meta(t.coll.id, like, only_owner, change).await?;
+        // Entries the caller does not own count as not usable: the rule of `Target::matched`.
+        match t.matched(conn, n, Matched::Changes(who, 0, false)).await {
+            Err(Error::PermissionDenied(_)) => Err(Error::PermissionDenied(format!("only the owner may {what} {abs}"))),
+            r => r.map(|_| ()),
         }
-        if !path::has_wildcard(last) && entry_exists(conn, c.id, last).await? {
-            return Err(Error::PermissionDenied(format!("only the owner may {what} {abs}")));
-        }
-        Err(Error::NotFound(abs.to_string()))
     }
 }
 
@@ -412,12 +411,22 @@ pub(crate) async fn entry_visible<C: StoreConn>(
     if path::has_wildcard(name) {
         return Ok(false);
     }
+    any_entry(conn, collection, &path::glob_to_like(name), access).await
+}
+
+/// Does any entry whose name matches `like` (a LIKE pattern, as in plans) pass `access`?
+pub(crate) async fn any_entry<C: StoreConn>(
+    conn: &mut C,
+    collection: i64,
+    like: &str,
+    access: Option<EntryAccess>,
+) -> Result<bool> {
     let plan = SelectPlan {
         tables: vec![collection],
         columns: vec![Expr::Ref(Term::Column { table: 0, column: Column::Id, vtype: ValueType::Int })],
         column_types: vec![ValueType::Int],
         filter: None,
-        name_patterns: vec![(0, path::glob_to_like(name))],
+        name_patterns: vec![(0, like.to_string())],
         order_by: vec![],
         distinct: false,
         limit: Some(1),

@@ -258,18 +258,20 @@ impl<S: Store> Catalogue<S> {
     async fn sql_select<K: RowSink>(&self, s: &mut Session<S>, sel: Select, sink: &mut K) -> Result<u64> {
         let who = s.principal.clone();
         let cwd = s.cwd.clone();
-        let mut conn = self.conn(s).await?;
         self.join_limit(sel.from.len())?;
-        let mut tables = Vec::new();
-        for t in &sel.from {
-            tables.push(self.sql_table(&mut conn, &who, &cwd, t, READ).await?);
-        }
-        let scope = SqlScope { tables, cwd, write: false };
-        let (plan, headers) = plan_select(&scope, &who, sel)?;
-        let mut headed = Headed { sink, headers: Some(headers.into_iter().map(Some).collect()) };
-        let n = self.run_select(&mut conn, &plan, &mut headed).await?;
-        headed.flush().await?;
-        Ok(n)
+        self.read(s, async |conn| {
+            let mut tables = Vec::new();
+            for t in &sel.from {
+                tables.push(self.sql_table(conn, &who, &cwd, t, READ).await?);
+            }
+            let scope = SqlScope { tables, cwd: cwd.clone(), write: false };
+            let (plan, headers) = plan_select(&scope, &who, sel)?;
+            let mut headed = Headed { sink, headers: Some(headers.into_iter().map(Some).collect()) };
+            let n = self.run_select(conn, &plan, &mut headed).await?;
+            headed.flush().await?;
+            Ok(n)
+        })
+        .await
     }
 
     async fn sql_insert(&self, s: &mut Session<S>, ins: Insert) -> Result<u64> {
@@ -280,10 +282,8 @@ impl<S: Store> Catalogue<S> {
         let who = s.principal.clone();
         let cwd = s.cwd.clone();
         let mode = self.inner.config.entry_mode;
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
-            let t = self.sql_table(&mut conn, &who, &cwd, &ins.table, WRITE).await?;
+        self.write(s, async |conn| {
+            let t = self.sql_table(conn, &who, &cwd, &ins.table, WRITE).await?;
             let coll = t.schema.info;
             // Column list: FILE once, then attributes of the collection.
             let names: Vec<(String, usize)> = match ins.columns {
@@ -355,9 +355,8 @@ impl<S: Store> Catalogue<S> {
                 }
             }
             conn.insert_entries(coll.id, &attrs, entries).await
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     /// The tables of a write: the target (`need` on it) and every other collection its
@@ -391,12 +390,10 @@ impl<S: Store> Catalogue<S> {
     async fn sql_update(&self, s: &mut Session<S>, up: Update) -> Result<u64> {
         let who = s.principal.clone();
         let cwd = s.cwd.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
+        self.write(s, async |conn| {
             let mut exprs: Vec<&Expr<SqlRef>> = up.assignments.iter().map(|(_, v)| &v.value).collect();
             exprs.extend(up.filter.as_ref().map(|f| &f.value));
-            let scope = self.write_scope(&mut conn, &who, &cwd, &up.table, WRITE, &exprs).await?;
+            let scope = self.write_scope(conn, &who, &cwd, &up.table, WRITE, &exprs).await?;
             let target = &scope.tables[0].schema;
             let mut assignments: Vec<(AttrDef, Expr<Term>)> = Vec::new();
             for (name, value) in up.assignments {
@@ -430,19 +427,16 @@ impl<S: Store> Catalogue<S> {
                 access: EntryAccess::new(&who, needs),
             };
             conn.update_entries(&plan).await
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 
     async fn sql_delete(&self, s: &mut Session<S>, del: Delete) -> Result<u64> {
         let who = s.principal.clone();
         let cwd = s.cwd.clone();
-        let mut conn = self.conn(s).await?;
-        conn.start_write().await?;
-        let r = async {
+        self.write(s, async |conn| {
             let exprs: Vec<&Expr<SqlRef>> = del.filter.as_ref().map(|f| &f.value).into_iter().collect();
-            let scope = self.write_scope(&mut conn, &who, &cwd, &del.table, WRITE, &exprs).await?;
+            let scope = self.write_scope(conn, &who, &cwd, &del.table, WRITE, &exprs).await?;
             let filter = del.filter.map(|f| scope.condition(f.value, f.position, false)).transpose()?;
             // As `rm`: write on the collection, and on the entry unless the caller owns the
             // collection (like a directory with the sticky bit).
@@ -456,9 +450,8 @@ impl<S: Store> Catalogue<S> {
                 access: EntryAccess::new(&who, needs),
             };
             conn.delete_entries(&plan).await
-        }
-        .await;
-        conn.finish_write(r).await
+        })
+        .await
     }
 }
 

@@ -33,6 +33,7 @@
 pub mod migrate;
 mod postgres;
 mod sqlite;
+pub(crate) mod sqlite_math;
 
 use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType};

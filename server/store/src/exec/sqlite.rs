@@ -333,6 +333,7 @@ fn open_connection(
     conn.execute_batch(&format!(
         "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA case_sensitive_like=ON; PRAGMA cache_size=-{cache_kib};"
     ))?;
+    super::sqlite_math::register(&conn)?;
     Ok(conn)
 }
 

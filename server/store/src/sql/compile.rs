@@ -92,9 +92,37 @@ impl Builder {
                 self.expr(a);
                 self.sql.push(')');
             }
+            Expr::Unary(UnOp::Neg, a) if self.dialect == Dialect::Sqlite => {
+                // Checked on SQLite (`exec::sqlite_math`): -MIN is an overflow, as on PostgreSQL.
+                self.sql.push_str("ardacat_neg(");
+                self.expr(a);
+                self.sql.push(')');
+            }
             Expr::Unary(UnOp::Neg, a) => {
                 self.sql.push_str("(-");
                 self.expr(a);
+                self.sql.push(')');
+            }
+            Expr::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div), a, b)
+                if self.dialect == Dialect::Sqlite =>
+            {
+                // SQLite's own operators would turn an overflow into a float or infinity; the
+                // checked functions raise it like PostgreSQL's int8/float8 operators.
+                self.sql.push_str(match op {
+                    BinOp::Add => "ardacat_add(",
+                    BinOp::Sub => "ardacat_sub(",
+                    BinOp::Mul => "ardacat_mul(",
+                    _ => "ardacat_div(",
+                });
+                self.expr(a);
+                self.sql.push_str(", ");
+                if *op == BinOp::Div {
+                    self.sql.push_str("NULLIF(");
+                    self.expr(b);
+                    self.sql.push_str(", 0)");
+                } else {
+                    self.expr(b);
+                }
                 self.sql.push(')');
             }
             Expr::Binary(BinOp::Div, a, b) => {
@@ -471,7 +499,17 @@ pub fn compile_update(d: Dialect, plan: &UpdatePlan, now: Value) -> Compiled {
     let mut sets = Vec::new();
     for (attr, e) in &plan.assignments {
         let v = b.sub(e);
-        sets.push(format!("{} = {v}", attr_column(attr.id)));
+        // A float attribute stores -0 as 0 on both backends: SQLite keeps an integral REAL as
+        // an integer and loses the sign, so PostgreSQL adds +0.0 (IEEE: -0 + 0 = +0, any other
+        // value unchanged). Values from the wire are normalised in `AttrType::parse_value`.
+        if d == Dialect::Postgres
+            && attr.attr_type.value_type() == ValueType::Float
+            && !matches!(e, Expr::Ref(Term::Const(..)))
+        {
+            sets.push(format!("{} = ({v} + 0.0::float8)", attr_column(attr.id)));
+        } else {
+            sets.push(format!("{} = {v}", attr_column(attr.id)));
+        }
     }
     let m = b.sub(&Expr::Ref(Term::Const(now, ValueType::Timestamp)));
     sets.push(format!("modified = {m}"));
@@ -610,11 +648,15 @@ mod tests {
             name_patterns: vec![],
             access: None,
         };
+        // SQLite computes through the checked functions of `exec::sqlite_math`.
         let c = compile_update(Dialect::Sqlite, &plan, Value::Null);
         assert_eq!(
             c.sql,
-            "UPDATE e5 SET a4 = (e5.a4 + ?1), modified = ?2 WHERE EXISTS (SELECT 1 FROM e9 AS t1 WHERE (e5.a2 = t1.a8))"
+            "UPDATE e5 SET a4 = ardacat_add(e5.a4, ?1), modified = ?2 WHERE EXISTS (SELECT 1 FROM e9 AS t1 WHERE (e5.a2 = t1.a8))"
         );
+        // PostgreSQL's own operators raise 22003; a float attribute stores -0 as 0 (`+ 0.0`).
+        let c = compile_update(Dialect::Postgres, &plan, Value::Null);
+        assert!(c.sql.starts_with("UPDATE e5 SET a4 = ((e5.a4 + $1::int8) + 0.0::float8), "), "{}", c.sql);
     }
 
     #[test]
