@@ -840,6 +840,10 @@ impl StoreConn for SqlConn {
         only_owner: Option<&str>,
         change: &EntryMetaChange,
     ) -> Result<u64> {
+        // A collection that never had an entry has no entry table yet: nothing to change.
+        if !self.has_table(collection_id).await? {
+            return Ok(0);
+        }
         match statements::update_entry_meta(self.dialect, collection_id, pattern, only_owner, change) {
             Some(c) => self.exec_compiled(&c).await,
             None => Ok(0),
