@@ -1662,3 +1662,46 @@ fn log_lines_recognised() {
     assert!(!is_internal_error_line("2025-01-01T00:00:00.000000Z  WARN ardacat_server::tcp: accept failed ERROR"));
     assert!(!is_internal_error_line("2025-01-01T00:00:00.000000Z  INFO audit: denied"));
 }
+
+// ------------------------------------------------------------------------------------------
+// Regressions found by the stateful fuzzer
+
+on_both_backends!(entry_commands_before_the_first_entry);
+
+/// A collection that never had an entry has no entry table yet: every command naming an entry
+/// in it answers "no such entry", never 99 (chmod and chown of `/c/e` answered 99; seed 4).
+async fn entry_commands_before_the_first_entry(backend: Backend) {
+    let srv = TestServer::start(backend).await;
+    let mut c = srv.raw().await;
+    ok(&mut c, "createdir /c").await;
+    ok(&mut c, "addattr /c a int").await;
+    ok(&mut c, "user_create bob pw").await;
+    for line in [
+        "chmod /c/e rw-------",
+        "chown /c/e bob",
+        "acl_add /c/e bob rwx",
+        "acl_remove /c/e bob",
+        "acl_show /c/e",
+        "getattr /c/e a",
+        "setattr /c/e a 1",
+        "clearattr /c/e a",
+        "rm /c/e",
+        "stat /c/e",
+        "listattr /c/e",
+        "sequence_next /c/e",
+    ] {
+        let (code, lines) = c.lines(line).await;
+        assert!(code == 1 || code == 17, "{line}: {code} {lines:?}");
+    }
+    for line in ["chmod /c/e* rw-------", "chown /c/e* bob", "rm /c/e*", "setattr /c/* a 1"] {
+        let (code, lines) = c.lines(line).await;
+        assert!(code == 0 || code == 1, "{line}: {code} {lines:?}");
+    }
+    // Inside a transaction too, and the transaction still commits.
+    ok(&mut c, "transaction").await;
+    let (code, _) = c.lines("chmod /c/e rw-------").await;
+    assert_eq!(code, 1);
+    ok(&mut c, "addentry /c/f a 1").await;
+    ok(&mut c, "commit").await;
+    assert_eq!(ok(&mut c, "getattr /c/f a").await, ["f", "1"]);
+}

@@ -819,6 +819,10 @@ impl StoreConn for SqlConn {
     }
 
     async fn entry_meta(&mut self, collection_id: i64, pattern: &str, lock: bool) -> Result<Vec<EntryMeta>> {
+        // No entry table yet (the collection never had an entry): no entries.
+        if !self.has_table(collection_id).await? {
+            return Ok(Vec::new());
+        }
         let c = statements::select_entry_meta(self.dialect, collection_id, pattern, lock);
         let rows = self.rows_compiled(&c).await?;
         Ok(rows
