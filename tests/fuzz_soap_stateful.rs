@@ -81,8 +81,7 @@ async fn post(addr: SocketAddr, auth: &str, op: &str, body: &[u8]) -> Resp {
     if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
         let mut out = Vec::new();
         let mut rest = &body[..];
-        loop {
-            let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else { break };
+        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
             let size =
                 usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).split(';').next().unwrap_or("").trim(), 16)
                     .expect("chunk size");

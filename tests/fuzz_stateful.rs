@@ -101,6 +101,9 @@ impl Val {
 
 type Row = BTreeMap<String, Option<Val>>;
 
+/// How `updateattr` computes an attribute from the old row (`Err`: the value overflows).
+type Compute = Box<dyn Fn(&Row) -> Result<Option<Val>, ()>>;
+
 #[derive(Debug, Clone, PartialEq)]
 struct Seq {
     /// The value the next `sequence_next` returns; `None` once the following one would overflow.
@@ -763,7 +766,7 @@ impl<'a> Fuzz<'a> {
             m.entries.iter().filter(|(_, r)| cond.eval(r) == Some(true)).map(|(n, _)| n.clone()).collect();
         let mut args = vec!["updateattr".to_string(), "/m0/*".to_string()];
         // (attribute, how to compute it)
-        let mut sets: Vec<(String, Box<dyn Fn(&Row) -> Result<Option<Val>, ()>>)> = Vec::new();
+        let mut sets: Vec<(String, Compute)> = Vec::new();
         let mut allowed = BTreeSet::new();
         let mut seen = BTreeSet::new();
         for _ in 0..1 + usize::from(self.rng.chance(25) && !avoid_known()) {
@@ -1405,8 +1408,8 @@ impl<'a> Fuzz<'a> {
             9 => format!("addattr /z n{n} varchar(9)"),
             10 => "transaction".into(),
             11 => format!("acl_add /z/e{n} anonymous r--"),
-            12 => format!("chmod /z/e* rw-r-----"),
-            13 => format!("getattr /z/e? a s x"),
+            12 => "chmod /z/e* rw-r-----".to_string(),
+            13 => "getattr /z/e? a s x".to_string(),
             14 => format!("clearattr /z/e{n} a"),
             _ => format!("upload /z a\nput z{n} {v}"),
         };
