@@ -110,11 +110,68 @@ impl Drop for TestDb {
 }
 
 /// A running `ardacat-server` process.
+///
+/// Code 99 is always a bug, so every test server watches its own log: a line the server logs
+/// at ERROR level or a storage error (which is what an internal error leaves in the log on both
+/// frontends) fails the test when the server is dropped or killed, unless the test called
+/// [`TestServer::expect_internal_errors`] and said why.
 pub struct TestServer {
     pub child: Child,
     pub tcp: SocketAddr,
     pub http: SocketAddr,
     pub db: TestDb,
+    log: LogWatch,
+}
+
+/// The server's stderr, copied to the test's stderr by a thread that keeps the internal-error lines.
+struct LogWatch {
+    errors: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Set by [`TestServer::expect_internal_errors`]: the reason internal errors are expected.
+    expected: Option<String>,
+}
+
+/// Does this server log line (ANSI colours removed) record an internal error?
+pub fn is_internal_error_line(line: &str) -> bool {
+    line.split_whitespace().take(3).any(|w| w == "ERROR") || line.contains("storage error")
+}
+
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // CSI: ESC [ parameters… final byte in @..~
+            for d in chars.by_ref() {
+                if ('@'..='~').contains(&d) && d != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl LogWatch {
+    fn start(stderr: std::process::ChildStderr) -> LogWatch {
+        let errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = errors.clone();
+        let thread = std::thread::spawn(move || {
+            let mut reader = BufReader::new(stderr);
+            let mut raw = Vec::new();
+            while matches!(reader.read_until(b'\n', &mut raw), Ok(n) if n > 0) {
+                let line = strip_ansi(String::from_utf8_lossy(&raw).trim_end());
+                eprintln!("{line}");
+                if is_internal_error_line(&line) {
+                    seen.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+                }
+                raw.clear();
+            }
+        });
+        LogWatch { errors, thread: Some(thread), expected: None }
+    }
 }
 
 impl TestServer {
@@ -132,9 +189,11 @@ impl TestServer {
             .env("ARDACAT_SOAP_DDS_SHADOW", "true")
             .env("RUST_LOG", "warn")
             .env_remove("ARDACAT_CONFIG")
+            .env("NO_COLOR", "1")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start ardacat-server");
+        let log = LogWatch::start(child.stderr.take().expect("stderr"));
         let stdout = child.stdout.take().expect("stdout");
         let line = tokio::task::spawn_blocking(move || {
             let mut line = String::new();
@@ -150,7 +209,7 @@ impl TestServer {
                 .unwrap_or_else(|| panic!("no {key} in server output: {line:?}"))
         };
         let (tcp, http) = (addr("tcp="), addr("http="));
-        TestServer { child, tcp, http, db }
+        TestServer { child, tcp, http, db, log }
     }
 
     /// A fresh database and extra flags (e.g. `--max-line 4096`).
@@ -171,7 +230,8 @@ impl TestServer {
         self.child.id()
     }
 
-    /// Stop with SIGKILL and give back the database (for crash tests and restarts).
+    /// Stop with SIGKILL and give back the database (for crash tests and restarts). The log
+    /// check of [`TestServer`] runs as on drop.
     pub fn kill(mut self) -> TestDb {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -180,12 +240,37 @@ impl TestServer {
             TestDb { url: String::new(), backend: Backend::Sqlite, _dir: None, pg_name: None },
         )
     }
+
+    /// Opt out of the internal-error check, visibly: for a test that provokes internal errors
+    /// on purpose. `why` is printed.
+    pub fn expect_internal_errors(&mut self, why: &str) {
+        eprintln!("this test expects internal errors from the server: {why}");
+        self.log.expected = Some(why.to_string());
+    }
+
+    /// The internal-error lines the server logged so far.
+    pub fn internal_errors(&self) -> Vec<String> {
+        self.log.errors.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Fail now if the server logged an internal error (the drop check does the same at the end).
+    pub fn assert_no_internal_errors(&self) {
+        let errors = self.internal_errors();
+        assert!(errors.is_empty(), "the server logged internal errors (code 99 is a bug):\n{}", errors.join("\n"));
+    }
 }
 
 impl Drop for TestServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The pipe closes with the process: the thread has then seen every line.
+        if let Some(t) = self.log.thread.take() {
+            let _ = t.join();
+        }
+        if self.log.expected.is_none() && !std::thread::panicking() {
+            self.assert_no_internal_errors();
+        }
     }
 }
 

@@ -176,6 +176,13 @@ pub(super) async fn command_loop<R, W>(
             Ok(Outcome::Silent) => Ok(()),
             Err(e) => {
                 shared.stats.errors.fetch_add(1, Ordering::Relaxed);
+                // Code 99 is always a bug: say so in the log (the test suite fails on it), except
+                // when the socket broke (a client that went away is not the server's fault).
+                if let Error::Internal(cause) = &e
+                    && !reply.broken
+                {
+                    tracing::error!(%peer, command = %first_word(&line), error = %cause, "internal error");
+                }
                 if e.code() == 4 {
                     tracing::info!(target: "audit", user = %state.session.principal.user, %peer, command = %first_word(&line), "denied");
                 }

@@ -918,6 +918,10 @@ impl StoreConn for SqlConn {
     }
 
     async fn entry_meta(&mut self, collection_id: i64, pattern: &str, lock: bool) -> Result<Vec<EntryMeta>> {
+        // No entry table yet (the collection never had an entry): no entries.
+        if !self.has_table(collection_id).await? {
+            return Ok(Vec::new());
+        }
         let c = statements::select_entry_meta(self.dialect, collection_id, pattern, lock);
         let rows = self.rows_compiled(&c).await?;
         Ok(rows
@@ -940,6 +944,10 @@ impl StoreConn for SqlConn {
         change: &EntryMetaChange,
     ) -> Result<u64> {
         self.writing()?;
+        // A collection that never had an entry has no entry table yet: nothing to change.
+        if !self.has_table(collection_id).await? {
+            return Ok(0);
+        }
         match statements::update_entry_meta(self.dialect, collection_id, pattern, only_owner, change) {
             Some(c) => self.exec_compiled(&c).await,
             None => Ok(0),
@@ -1032,8 +1040,15 @@ impl StoreConn for SqlConn {
 
     async fn next_sequence(&mut self, collection_id: i64, name: &str) -> Result<Option<i64>> {
         self.writing()?;
+        // SQLite turns an integer overflow into a float (which the STRICT column then refuses
+        // with a message, not a code); its checked addition fails like PostgreSQL's bigint, as
+        // an overflow: a sequence at the end of its range is exhausted, not broken.
+        let next = match self.dialect {
+            Dialect::Sqlite => "ardacat_add(next_value, increment)",
+            Dialect::Postgres => "next_value + increment",
+        };
         let sql = format!(
-            "UPDATE sequences SET next_value = next_value + increment WHERE collection_id = {} AND name = {} \
+            "UPDATE sequences SET next_value = {next} WHERE collection_id = {} AND name = {} \
              RETURNING next_value - increment",
             self.p(1, ValueType::Int),
             self.p(2, ValueType::Text)

@@ -152,6 +152,8 @@ impl<S: Store> Catalogue<S> {
             }
             let abs = path::absolute(&base, &e.name)?;
             let (parent, leaf) = path::split(&abs).ok_or_else(|| Error::Exists("/".into()))?;
+            // Also when one of the two is a NULL, which is left out of the insert below.
+            names_once(&e.values)?;
             let (names, values): (Vec<String>, Vec<String>) =
                 e.values.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))).unzip();
             let key = (parent.to_string(), names);
@@ -192,13 +194,8 @@ impl<S: Store> Catalogue<S> {
         condition: Option<&str>,
         values: Vec<(String, Option<String>)>,
     ) -> Result<u64> {
-        // A name given twice is refused as `setattr` refuses it, also when one of the two is a
-        // NULL (which the split below would turn into a set and a clear).
-        for (i, (name, _)) in values.iter().enumerate() {
-            if values[..i].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-                return Err(Error::IllegalCommand(format!("attribute {name} given twice")));
-            }
-        }
+        // Also when one of the two is a NULL, which the split below turns into a set and a clear.
+        names_once(&values)?;
         if let Some(cond) = condition {
             let cond = crate::query::parse_condition(cond).map_err(|e| Error::IllegalQuery(e.to_string()))?;
             let exprs =
@@ -299,4 +296,15 @@ impl<S: Store> Catalogue<S> {
         }
         Ok(())
     }
+}
+
+/// An attribute named twice in one request is refused as `addentry` and `setattr` refuse it
+/// (names are case-insensitive), whatever the two values are.
+fn names_once(values: &[(String, Option<String>)]) -> Result<()> {
+    for (i, (name, _)) in values.iter().enumerate() {
+        if values[..i].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return Err(Error::IllegalCommand(format!("attribute {name} given twice")));
+        }
+    }
+    Ok(())
 }
