@@ -21,10 +21,29 @@ die() {
 
 [ "$(id -u)" = 0 ] || die "run as root: it installs packages and creates a system user"
 for p in ardacat ardacat-client; do
-    if dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q installed; then
-        die "package $p is installed on this machine; this script installs and purges its own copy"
+    state=$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null || true)
+    if [ -n "$state" ] && [ "$state" != not-installed ]; then
+        die "package $p is on this machine ($state); this script installs and purges its own copy"
     fi
 done
+
+# dpkg, waiting (up to 10 minutes) while another apt or dpkg holds its lock instead of failing.
+dpkg_wait() {
+    local out
+    for _ in $(seq 1 120); do
+        if out=$(dpkg "$@" 2>&1); then
+            echo "$out"
+            return 0
+        fi
+        grep -q 'locked by another process' <<<"$out" || {
+            echo "$out" >&2
+            return 1
+        }
+        sleep 5
+    done
+    echo "$out" >&2
+    return 1
+}
 
 # What this run creates, so that the trap removes exactly that.
 user_existed=no
@@ -46,7 +65,9 @@ cleanup() {
         wait "$server_pid" 2>/dev/null
     fi
     for p in "${installed[@]}"; do
-        dpkg --purge "$p" >/dev/null 2>&1 || echo "package.sh: could not purge $p" >&2
+        if dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null | grep -qv not-installed; then
+            dpkg_wait --purge "$p" >/dev/null || echo "package.sh: could not purge $p" >&2
+        fi
     done
     [ "$default_existed" = no ] && rm -f /etc/default/ardacat
     [ "$state_existed" = no ] && rm -rf /var/lib/ardacat
@@ -62,19 +83,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Tools: cargo-deb from crates.io; dpkg-dev (dpkg-shlibdeps computes the library dependencies),
+# Tools: cargo-deb from crates.io; binutils, dpkg-dev (dpkg-shlibdeps computes the library dependencies),
 # adduser (a dependency of the package) and systemd (systemd-analyze) from Debian.
 need_deb() {
     local cmd=$1 pkg=$2
     if ! command -v "$cmd" >/dev/null; then
         step "installing $pkg (for $cmd)"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" \
+        apt-get -o DPkg::Lock::Timeout=600 update -qq \
+            && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$pkg" \
             || die "cannot install $pkg"
     fi
 }
 need_deb dpkg-shlibdeps dpkg-dev
 need_deb adduser adduser
 need_deb systemd-analyze systemd
+need_deb objcopy binutils  # splits the debug symbols off (cargo deb --dbgsym); readelf
 if ! cargo deb --version >/dev/null 2>&1; then
     step "installing cargo-deb"
     cargo install cargo-deb --locked || die "cannot install cargo-deb"
@@ -82,23 +105,33 @@ fi
 
 step "building the packages (release build)"
 mkdir -p target/debian
-server_deb=$(cargo deb --locked -p ardacat-server --output target/debian/) || die "cargo deb -p ardacat-server"
+# cargo deb prints the paths it wrote: the .deb, and the -dbgsym .ddeb with the debug symbols.
+# --fast: lighter compression; this run tests the package, it does not publish it.
+server_out=$(cargo deb --locked --fast -p ardacat-server --output target/debian/) || die "cargo deb -p ardacat-server"
 # The server package's build made target/release/ardacat already.
-client_deb=$(cargo deb --locked -p ardacat-client --no-build --output target/debian/) || die "cargo deb -p ardacat-client"
+client_out=$(cargo deb --locked --fast -p ardacat-client --no-build --output target/debian/) || die "cargo deb -p ardacat-client"
+echo "$server_out"
+echo "$client_out"
+server_deb=$(grep '\.deb$' <<<"$server_out" | head -1)
+client_deb=$(grep '\.deb$' <<<"$client_out" | head -1)
 [ -f "$server_deb" ] || die "cargo deb did not print the package path: $server_deb"
 [ -f "$client_deb" ] || die "cargo deb did not print the package path: $client_deb"
-echo "$server_deb"
-echo "$client_deb"
+grep -q 'dbgsym.*\.ddeb$' <<<"$server_out" || die "no -dbgsym package: $server_out"
 
 step "checking the package contents"
 contents=$(dpkg-deb --contents "$server_deb")
 for f in ./usr/bin/ardacat-server ./usr/bin/ardacat ./etc/ardacat/ardacat.toml \
-    ./lib/systemd/system/ardacat.service ./usr/share/doc/ardacat/operations.md; do
+    ./usr/lib/systemd/system/ardacat.service ./usr/share/doc/ardacat/operations.md; do
     grep -q " $f\$" <<<"$contents" || die "$server_deb lacks $f"
 done
 dpkg-deb --ctrl-tarfile "$server_deb" | tar -xO ./conffiles | grep -qx /etc/ardacat/ardacat.toml \
     || die "/etc/ardacat/ardacat.toml is not a conffile"
 dpkg-deb --field "$server_deb" Depends | grep -q adduser || die "the package does not depend on adduser"
+mkdir "$work/unpacked"
+dpkg-deb --extract "$server_deb" "$work/unpacked"
+if readelf -S "$work/unpacked/usr/bin/ardacat-server" | grep -q '\.debug_line'; then
+    die "/usr/bin/ardacat-server is not stripped (its symbols belong in the -dbgsym package)"
+fi
 dpkg-deb --contents "$client_deb" | grep -q ' ./usr/bin/ardacat$' || die "$client_deb lacks /usr/bin/ardacat"
 
 if [ -d /run/systemd/system ]; then
@@ -109,7 +142,7 @@ fi
 
 step "dpkg -i $server_deb"
 installed+=(ardacat)
-dpkg -i "$server_deb" || die "dpkg -i $server_deb"
+dpkg_wait -i "$server_deb" || die "dpkg -i $server_deb"
 
 step "checking the installation"
 entry=$(getent passwd ardacat) || die "no user ardacat"
@@ -127,7 +160,7 @@ as_ardacat /usr/bin/ardacat-server --check-config /etc/ardacat/ardacat.toml \
     || die "the installed config does not check"
 
 step "systemd-analyze verify"
-unit=/lib/systemd/system/ardacat.service
+unit=/usr/lib/systemd/system/ardacat.service
 verify_out=$(systemd-analyze verify "$unit" 2>&1) || {
     echo "$verify_out" >&2
     die "systemd-analyze verify $unit"
@@ -142,8 +175,9 @@ step "smoke test: the packaged server as user ardacat, the packaged CLI"
 password=smoke-$$-$RANDOM
 install -d -o ardacat -g ardacat -m 0700 "$work/db"
 : >"$work/mdclient.config"
-as_ardacat env -i ARDACAT_ROOT_PASSWORD="$password" RUST_LOG=warn \
-    /usr/bin/ardacat-server --config /etc/ardacat/ardacat.toml --database "sqlite:$work/db/cat.db" \
+# setpriv itself (not the function) so that $! is the server's PID: setpriv and env exec it.
+setpriv --reuid=ardacat --regid=ardacat --init-groups --no-new-privs \
+    env -i ARDACAT_ROOT_PASSWORD="$password" RUST_LOG=warn /usr/bin/ardacat-server --config /etc/ardacat/ardacat.toml --database "sqlite:$work/db/cat.db" \
     --tcp-port 0 --http-port 0 >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 for _ in $(seq 1 300); do
@@ -161,8 +195,10 @@ cli() { ARDACAT_PASSWORD="$password" /usr/bin/ardacat --config "$work/mdclient.c
 cli -c 'createdir /smoke' -c 'addattr /smoke n int' -c 'addentry /smoke/e1 n 7' >/dev/null \
     || die "writes through the CLI failed"
 [ "$(cli -c 'getattr /smoke n')" = "$(printf 'e1\n7')" ] || die "getattr /smoke n: $(cli -c 'getattr /smoke n')"
-curl -fsS "http://$http/metrics" | grep -q '^ardacat_' || die "no /metrics"
-curl -fsS "http://$http/soap?wsdl" | grep -q 'definitions' || die "no WSDL"
+metrics=$(curl -fsS "http://$http/metrics") || die "GET /metrics failed"
+grep -q '^ardacat_' <<<"$metrics" || die "no ardacat_ samples on /metrics"
+wsdl=$(curl -fsS "http://$http/soap?wsdl") || die "GET /soap?wsdl failed"
+grep -q 'definitions' <<<"$wsdl" || die "no WSDL on /soap?wsdl"
 kill -TERM "$server_pid"
 wait "$server_pid" || die "the server did not stop cleanly on SIGTERM (exit $?)"
 server_pid=
@@ -188,7 +224,7 @@ if [ -d /run/systemd/system ]; then
 fi
 
 step "dpkg --purge ardacat"
-dpkg --purge ardacat || die "dpkg --purge ardacat"
+dpkg_wait --purge ardacat || die "dpkg --purge ardacat"
 installed=()
 [ ! -e /usr/bin/ardacat-server ] || die "/usr/bin/ardacat-server left behind"
 [ ! -e /etc/ardacat/ardacat.toml ] || die "/etc/ardacat/ardacat.toml left behind by purge"
@@ -196,9 +232,9 @@ installed=()
 
 step "dpkg -i $client_deb"
 installed+=(ardacat-client)
-dpkg -i "$client_deb" || die "dpkg -i $client_deb"
+dpkg_wait -i "$client_deb" || die "dpkg -i $client_deb"
 /usr/bin/ardacat --version | grep -q '^ardacat ' || die "the client package's ardacat does not run"
-dpkg --purge ardacat-client || die "dpkg --purge ardacat-client"
+dpkg_wait --purge ardacat-client || die "dpkg --purge ardacat-client"
 installed=()
 
 step "OK"
