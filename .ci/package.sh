@@ -89,8 +89,8 @@ need_deb() {
     local cmd=$1 pkg=$2
     if ! command -v "$cmd" >/dev/null; then
         step "installing $pkg (for $cmd)"
-        apt-get -o DPkg::Lock::Timeout=600 update -qq \
-            && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$pkg" \
+        apt-get -o DPkg::Lock::Timeout=600 update -qq || die "apt-get update"
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$pkg" \
             || die "cannot install $pkg"
     fi
 }
@@ -188,7 +188,7 @@ done
 banner=$(head -1 "$work/server.out")
 tcp=$(grep -o 'tcp=[^ ]*' <<<"$banner" | cut -d= -f2)
 http=$(grep -o 'http=[^ ]*' <<<"$banner" | cut -d= -f2)
-[ -n "$tcp" ] && [ -n "$http" ] || die "no listening line from the server: $banner"
+if [ -z "$tcp" ] || [ -z "$http" ]; then die "no listening line from the server: $banner"; fi
 [ "$(stat -c %U "$work/db/cat.db")" = ardacat ] || die "the database is not the ardacat user's"
 cli() { ARDACAT_PASSWORD="$password" /usr/bin/ardacat --config "$work/mdclient.config" --no-ssl --host 127.0.0.1 --port "${tcp##*:}" --login root "$@"; }
 [ "$(cli -c pwd)" = / ] || die "ardacat -c pwd did not answer /"
@@ -222,6 +222,13 @@ if [ -d /run/systemd/system ]; then
         || die "the service does not answer on 8822"
     [ -f /var/lib/ardacat/ardacat.db ] || die "the service's database is not in /var/lib/ardacat"
 fi
+
+step "reinstall over a locally edited config"
+echo "# local edit kept by dpkg" >>/etc/ardacat/ardacat.toml
+dpkg_wait -i "$server_deb" || die "dpkg -i $server_deb (reinstall)"
+grep -q '^# local edit kept by dpkg$' /etc/ardacat/ardacat.toml || die "the reinstall overwrote the edited config"
+[ "$(stat -c '%U:%G %a' /etc/ardacat/ardacat.toml)" = "root:ardacat 640" ] || die "the reinstall changed the config's permissions"
+[ "$(getent passwd ardacat | cut -d: -f3)" = "$uid" ] || die "the reinstall changed the ardacat user"
 
 step "dpkg --purge ardacat"
 dpkg_wait --purge ardacat || die "dpkg --purge ardacat"
