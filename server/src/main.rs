@@ -1,4 +1,5 @@
-//! `ardacat-server`: parse flags, open the catalogue, serve until SIGINT/SIGTERM.
+//! `ardacat-server`: parse flags, open the catalogue, serve until SIGINT/SIGTERM (or, with
+//! `--check-config FILE`, check a config file and exit).
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
@@ -17,7 +18,22 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
-    let config = Config::load(Flags::parse())?;
+    let flags = Flags::parse();
+    if let Some(path) = &flags.check_config {
+        match ardacat_server::config::check_file(path) {
+            Ok(_) => {
+                println!("{}: OK", path.display());
+                return Ok(());
+            }
+            Err(problems) => {
+                for p in &problems {
+                    eprintln!("{}: {p}", path.display());
+                }
+                std::process::exit(1);
+            }
+        }
+    }
+    let config = Config::load(flags)?;
     // Unusable certificate settings stop the start before anything listens.
     let tls = tls::load(&config)?;
     let root_pw = std::env::var("ARDACAT_ROOT_PASSWORD").ok().filter(|p| !p.is_empty());
