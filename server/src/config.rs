@@ -1,7 +1,7 @@
 //! Server settings: defaults, the TOML config file, environment variables and flags, in that
 //! order of precedence (flags win). Every limit the server enforces is here.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Parser;
@@ -75,6 +75,28 @@ pub struct Config {
     pub tls_client_ca: Option<PathBuf>,
     /// grid-mapfile (`"<DN>" user` per line) consulted after `user_subject_add` mappings.
     pub grid_mapfile: Option<PathBuf>,
+
+    // ---- operations (probes, metrics listener, logs): issue #19 ----
+    /// `/readyz` on a replica: most milliseconds replay may lag behind the primary.
+    pub ready_max_lag_ms: u64,
+    /// `/readyz`: most milliseconds the database may take to answer the probe.
+    pub ready_timeout_ms: u64,
+    /// A separate plain-HTTP listener for `/metrics`, `/healthz` and `/readyz` (then `/metrics`
+    /// is not served on the HTTP port).
+    pub metrics_bind: Option<SocketAddr>,
+    /// Log lines as human text or as one JSON object per line.
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written (`--log-format`, `log_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (fields, the request span, the target `audit` for audit lines).
+    Json,
 }
 
 impl Default for Config {
@@ -107,6 +129,10 @@ impl Default for Config {
             tls_key: None,
             tls_client_ca: None,
             grid_mapfile: None,
+            ready_max_lag_ms: 10_000,
+            ready_timeout_ms: 2_000,
+            metrics_bind: None,
+            log_format: LogFormat::Text,
         }
     }
 }
@@ -166,6 +192,15 @@ pub struct Flags {
     /// grid-mapfile mapping certificate subjects to users.
     #[arg(long, env = "ARDACAT_GRID_MAPFILE")]
     pub grid_mapfile: Option<PathBuf>,
+    /// /readyz on a replica: most milliseconds of replay lag.
+    #[arg(long, env = "ARDACAT_READY_MAX_LAG_MS")]
+    pub ready_max_lag_ms: Option<u64>,
+    /// Serve /metrics, /healthz and /readyz on this address (plain HTTP) instead of the HTTP port.
+    #[arg(long, env = "ARDACAT_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
+    /// Log format: text or json.
+    #[arg(long, env = "ARDACAT_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -239,6 +274,15 @@ impl Config {
         }
         if flags.grid_mapfile.is_some() {
             c.grid_mapfile = flags.grid_mapfile;
+        }
+        if let Some(v) = flags.ready_max_lag_ms {
+            c.ready_max_lag_ms = v;
+        }
+        if flags.metrics_bind.is_some() {
+            c.metrics_bind = flags.metrics_bind;
+        }
+        if let Some(v) = flags.log_format {
+            c.log_format = v;
         }
         Ok(c)
     }

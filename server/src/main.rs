@@ -3,7 +3,7 @@
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use ardacat_server::{Config, RootPassword, bind, config::Flags, open, serve_with, tls};
+use ardacat_server::{Config, Listeners, RootPassword, bind, bind_metrics, config::Flags, open, serve_full, tls};
 
 // glibc's malloc spent a third of the server's CPU on the get path (arena locks, consolidation of
 // per-value strings freed on other threads); mimalloc's thread-local free lists do not
@@ -31,10 +31,12 @@ async fn main() -> anyhow::Result<()> {
         RootPassword::Existing => {}
     }
     let (tcp, http, bound) = bind(&config).await?;
+    let metrics = bind_metrics(&config).await?;
     // Tests and scripts read this line to find ports chosen with 0.
     let tls_note = if tls.is_some() { " tls=on" } else { "" };
+    let metrics_note = metrics.as_ref().map(|(_, a)| format!(" metrics={a}")).unwrap_or_default();
     println!(
-        "ardacat-server listening tcp={} http={} database={}{tls_note}",
+        "ardacat-server listening tcp={} http={}{metrics_note} database={}{tls_note}",
         bound.tcp,
         bound.http,
         redact(&config.database)
@@ -50,7 +52,8 @@ async fn main() -> anyhow::Result<()> {
         tracing::info!("shutting down");
         signal.cancel();
     });
-    serve_with(cat, config, tcp, http, tls, shutdown).await;
+    let listeners = Listeners { tcp, http, metrics: metrics.map(|(l, _)| l) };
+    serve_full(cat, config, listeners, tls, shutdown).await;
     Ok(())
 }
 

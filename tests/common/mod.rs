@@ -114,6 +114,8 @@ pub struct TestServer {
     pub child: Child,
     pub tcp: SocketAddr,
     pub http: SocketAddr,
+    /// The metrics listener (`--metrics-bind`), when started with one.
+    pub metrics: Option<SocketAddr>,
     pub db: TestDb,
 }
 
@@ -150,7 +152,8 @@ impl TestServer {
                 .unwrap_or_else(|| panic!("no {key} in server output: {line:?}"))
         };
         let (tcp, http) = (addr("tcp="), addr("http="));
-        TestServer { child, tcp, http, db }
+        let metrics = line.split_whitespace().find_map(|w| w.strip_prefix("metrics=")).and_then(|a| a.parse().ok());
+        TestServer { child, tcp, http, metrics, db }
     }
 
     /// A fresh database and extra flags (e.g. `--max-line 4096`).

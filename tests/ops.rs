@@ -1,0 +1,334 @@
+//! Running it in production (issue #19): the probes `/healthz` and `/readyz`, `/metrics` in the
+//! Prometheus exposition format (checked by `promtool check metrics` and a strict parser), the
+//! metrics listener, structured (JSON) request logs, and reload on SIGHUP.
+
+#[macro_use]
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+
+use common::{Backend, TestDb, TestServer, ok};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// One plain HTTP/1.1 GET: (status, body).
+async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    split_response(&out)
+}
+
+fn split_response(out: &[u8]) -> (u16, String) {
+    let text = String::from_utf8_lossy(out).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let body =
+        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.into() };
+    (status, body)
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = &rest[n + 2..];
+    }
+    out
+}
+
+async fn store_exec(db: &TestDb, sql: &str) {
+    let store = ardacat_store::Db::open(&db.url, ardacat_store::DbOptions::default()).await.unwrap();
+    store.acquire().await.unwrap().execute(sql, &[]).await.unwrap();
+    store.close().await;
+}
+
+fn check_of(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    v["check"].as_str().unwrap_or("").to_string()
+}
+
+async fn probes(b: Backend) {
+    let server = TestServer::start(b).await;
+    assert_eq!(get(server.http, "/healthz").await.0, 200);
+    let (status, body) = get(server.http, "/readyz").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"ready\""), "{body}");
+
+    // The database is at a migration this binary does not know.
+    store_exec(
+        &server.db,
+        "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (99999, 'future', 'x', '2026-01-01 00:00:00')",
+    )
+    .await;
+    let (status, body) = get(server.http, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(check_of(&body), "schema", "{body}");
+    assert!(body.contains("ahead"), "{body}");
+    assert_eq!(get(server.http, "/healthz").await.0, 200, "the process still serves");
+    store_exec(&server.db, "DELETE FROM schema_migrations WHERE version = 99999").await;
+    assert_eq!(get(server.http, "/readyz").await.0, 200);
+
+    // The database lacks this binary's last migration.
+    store_exec(
+        &server.db,
+        "DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM schema_migrations)",
+    )
+    .await;
+    let (status, body) = get(server.http, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(check_of(&body), "schema");
+    assert!(body.contains("behind"), "{body}");
+}
+
+async fn probes_database_gone(b: Backend) {
+    let db = TestDb::new(b).await;
+    let server = TestServer::start_with(db.share(), &[]).await;
+    assert_eq!(get(server.http, "/readyz").await.0, 200);
+    match b {
+        Backend::Postgres => {
+            // Drop the database under the server (its connections are terminated).
+            let name = db.url.rsplit('/').next().unwrap().to_string();
+            let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&common::pg_admin_url()).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)")))
+                .execute(&mut admin)
+                .await
+                .unwrap();
+        }
+        Backend::Sqlite => {
+            // The schema_migrations table disappears: the database no longer answers the probe.
+            store_exec(&db, "DROP TABLE schema_migrations").await;
+        }
+    }
+    let (status, body) = get(server.http, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(check_of(&body), "database", "{body}");
+    assert!(!body.contains("ardacat_t_"), "no database names in the probe: {body}");
+    assert_eq!(get(server.http, "/healthz").await.0, 200);
+}
+
+async fn metrics_listener(b: Backend) {
+    let server = TestServer::start_flags(b, &["--metrics-bind", "127.0.0.1:0"]).await;
+    let m = server.metrics.expect("metrics= in the banner");
+    let (status, body) = get(m, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("# TYPE ardacat_tcp_connections_open gauge"), "{body}");
+    assert_eq!(get(m, "/healthz").await.0, 200);
+    assert_eq!(get(m, "/readyz").await.0, 200);
+    assert_eq!(get(server.http, "/metrics").await.0, 404, "metrics only on the metrics listener");
+    assert_eq!(get(server.http, "/readyz").await.0, 200, "probes stay on the service port");
+    assert_eq!(get(m, "/soap.wsdl").await.0, 404, "no catalogue routes on the metrics listener");
+}
+
+on_both_backends!(probes, probes_database_gone, metrics_listener);
+
+// ------------------------------------------------------------------------------------------
+// /metrics in the exposition format
+
+fn soap_ping() -> String {
+    let body = "<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>\
+                <ping xmlns=\"urn:ardacat:metadata:1\"/></soap:Body></soap:Envelope>";
+    let auth = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(format!("root:{}", common::ROOT_PASSWORD))
+    };
+    format!(
+        "POST /soap HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml; charset=utf-8\r\nAuthorization: Basic {auth}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+async fn post(addr: SocketAddr, request: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    split_response(&out)
+}
+
+/// A strict reading of the text format: every sample's family was announced by `# HELP` and
+/// `# TYPE` (in that order) right before its first sample, a family's samples are contiguous and
+/// it never reappears, names and labels are well-formed, no series repeats, counters end in
+/// `_total`, histograms have cumulative buckets ending in `+Inf` = `_count`. Returns
+/// family → (type, samples as (series, value)).
+fn strict_parse(text: &str) -> BTreeMap<String, (String, Vec<(String, f64)>)> {
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    let mut families: BTreeMap<String, (String, Vec<(String, f64)>)> = BTreeMap::new();
+    let mut closed: BTreeSet<String> = BTreeSet::new();
+    let mut series: BTreeSet<String> = BTreeSet::new();
+    let mut current: Option<String> = None;
+    let mut pending_help: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let at = |msg: &str| format!("line {}: {msg}: {line:?}", i + 1);
+        assert!(!line.is_empty(), "{}", at("empty line"));
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or_else(|| panic!("{}", at("HELP without text")));
+            assert!(name_ok(name) && !help.trim().is_empty(), "{}", at("bad HELP"));
+            assert!(!families.contains_key(name), "{}", at("family announced twice"));
+            if let Some(c) = current.take() {
+                closed.insert(c);
+            }
+            pending_help = Some(name.to_string());
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or_else(|| panic!("{}", at("TYPE without type")));
+            assert_eq!(pending_help.take().as_deref(), Some(name), "{}", at("TYPE not right after its HELP"));
+            assert!(["counter", "gauge", "histogram"].contains(&kind), "{}", at("unexpected type"));
+            if kind == "counter" {
+                assert!(name.ends_with("_total"), "{}", at("counter without _total"));
+            } else {
+                assert!(!name.ends_with("_total"), "{}", at("_total on a non-counter"));
+            }
+            families.insert(name.to_string(), (kind.to_string(), Vec::new()));
+            current = Some(name.to_string());
+            continue;
+        }
+        assert!(!line.starts_with('#'), "{}", at("unknown comment"));
+        assert!(pending_help.is_none(), "{}", at("HELP without TYPE"));
+        let (series_key, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{}", at("no value")));
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("{}", at("bad value")));
+        let (name, labels) = match series_key.split_once('{') {
+            Some((n, l)) => (n, Some(l.strip_suffix('}').unwrap_or_else(|| panic!("{}", at("unclosed labels"))))),
+            None => (series_key, None),
+        };
+        assert!(name_ok(name), "{}", at("bad metric name"));
+        if let Some(l) = labels {
+            // k="v" pairs, values with only \\, \" and \n escapes.
+            let mut rest = l;
+            while !rest.is_empty() {
+                let (k, after) = rest.split_once("=\"").unwrap_or_else(|| panic!("{}", at("bad label")));
+                assert!(name_ok(k) && !k.starts_with("__"), "{}", at("bad label name"));
+                let mut chars = after.char_indices();
+                let mut end = None;
+                while let Some((j, c)) = chars.next() {
+                    match c {
+                        '\\' => assert!(matches!(chars.next(), Some((_, '\\' | '"' | 'n'))), "{}", at("bad escape")),
+                        '"' => {
+                            end = Some(j);
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                let end = end.unwrap_or_else(|| panic!("{}", at("unterminated label value")));
+                rest = &after[end + 1..];
+                rest = rest.strip_prefix(',').unwrap_or(rest);
+            }
+        }
+        let fam = current.clone().unwrap_or_else(|| panic!("{}", at("sample before any TYPE")));
+        let kind = families[&fam].0.clone();
+        let belongs = if kind == "histogram" {
+            ["_bucket", "_sum", "_count"].iter().any(|s| name.strip_suffix(s) == Some(fam.as_str()))
+        } else {
+            name == fam
+        };
+        assert!(belongs, "{}", at(&format!("sample outside its family {fam}")));
+        assert!(!closed.contains(&fam), "{}", at("family continued after another"));
+        assert!(series.insert(series_key.to_string()), "{}", at("duplicate series"));
+        if kind == "counter" {
+            assert!(value >= 0.0, "{}", at("negative counter"));
+        }
+        families.get_mut(&fam).unwrap().1.push((series_key.to_string(), value));
+    }
+    // Histograms: per label set, buckets cumulative and +Inf == _count.
+    for (fam, (kind, samples)) in &families {
+        if kind != "histogram" {
+            continue;
+        }
+        let mut last: BTreeMap<String, f64> = BTreeMap::new();
+        for (key, v) in samples {
+            if let Some(l) = key.strip_prefix(&format!("{fam}_bucket{{")) {
+                let base = l.rsplit_once(",le=").map(|(b, _)| b.to_string()).expect("le label last");
+                let prev = last.insert(base.clone(), *v).unwrap_or(0.0);
+                assert!(*v >= prev, "{fam}: bucket decreases at {key}");
+                if l.contains("le=\"+Inf\"") {
+                    let count_key = format!("{fam}_count{{{base}}}");
+                    let count = samples.iter().find(|(k, _)| *k == count_key).map(|(_, v)| *v);
+                    assert_eq!(count, Some(*v), "{fam}: +Inf bucket != count for {base}");
+                }
+            }
+        }
+    }
+    families
+}
+
+async fn exposition(b: Backend) {
+    let server = TestServer::start(b).await;
+    // A busy server: TCP commands (some failing), SOAP requests (DDS hits after the first).
+    let mut c = server.raw().await;
+    ok(&mut c, "createdir /m").await;
+    ok(&mut c, "addattr /m n int").await;
+    for i in 0..5 {
+        ok(&mut c, &format!("addentry /m/e{i} n {i}")).await;
+    }
+    ok(&mut c, "selectattr /m:n 'n > 1'").await;
+    common::fails(&mut c, "getattr /m/none FILE", 1).await;
+    common::fails(&mut c, "nosuchcommand", 3).await;
+    for _ in 0..4 {
+        assert_eq!(post(server.http, &soap_ping()).await.0, 200);
+    }
+    let stats = ok(&mut c, "stats").await;
+    let (status, text) = get(server.http, "/metrics").await;
+    assert_eq!(status, 200);
+
+    // promtool (Debian's prometheus package) must accept it without a single warning.
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool is required (apt-get install prometheus; tests/run-all.sh installs it)");
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics:\n{said}\non\n{text}");
+
+    let families = strict_parse(&text);
+    let value = |series: &str| -> f64 {
+        let fam = families
+            .values()
+            .flat_map(|(_, s)| s.iter())
+            .find(|(k, _)| k == series)
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        fam.1
+    };
+    assert_eq!(families["ardacat_tcp_connections_open"].0, "gauge");
+    assert_eq!(value("ardacat_tcp_connections_open"), 1.0);
+    assert_eq!(value("ardacat_requests_total{frontend=\"tcp\",operation=\"addentry\"}"), 5.0);
+    assert_eq!(value("ardacat_request_errors_total{frontend=\"tcp\",operation=\"getattr\"}"), 1.0);
+    assert_eq!(value("ardacat_requests_total{frontend=\"soap\",operation=\"ping\"}"), 4.0);
+    assert_eq!(value("ardacat_request_duration_seconds_count{frontend=\"soap\",operation=\"ping\"}"), 4.0);
+    assert!(value("ardacat_soap_dds_hits_total") >= 3.0);
+    assert!(families["ardacat_soap_dds_declines_total"].1.iter().any(|(k, _)| k.contains("reason=\"")));
+    assert!(value("ardacat_db_pool_connections{state=\"idle\"}") >= 0.0);
+    for gauge in ["process_open_fds", "process_resident_memory_bytes", "process_start_time_seconds"] {
+        assert_eq!(families[gauge].0, "gauge");
+        assert!(value(gauge) > 0.0, "{gauge}");
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let start = value("process_start_time_seconds");
+    assert!(start <= now + 1.0 && start > now - 3600.0, "start {start} now {now}");
+    assert_eq!(families["process_cpu_seconds_total"].0, "counter");
+
+    // `stats` prints the same counters under the same names (without the ardacat_ prefix).
+    for name in ["tcp_commands_total ", "tcp_connections_open 1", "soap_dds_hits_total ", "db_pool_size "] {
+        assert!(stats.iter().any(|l| l.starts_with(name)), "{name} in {stats:?}");
+    }
+    assert!(stats.iter().any(|l| l.starts_with("soap_dds_declines_total{reason=\"")), "{stats:?}");
+}
+
+on_both_backends!(exposition);
