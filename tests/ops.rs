@@ -6,7 +6,9 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 
 use common::{Backend, TestDb, TestServer, ok};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -132,8 +134,14 @@ on_both_backends!(probes, probes_database_gone, metrics_listener);
 // /metrics in the exposition format
 
 fn soap_ping() -> String {
-    let body = "<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>\
-                <ping xmlns=\"urn:ardacat:metadata:1\"/></soap:Body></soap:Envelope>";
+    soap_request(
+        "<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>\
+         <ping xmlns=\"urn:ardacat:metadata:1\"/></soap:Body></soap:Envelope>",
+    )
+}
+
+/// A SOAP 1.1 POST of `body` as root.
+fn soap_request(body: &str) -> String {
     let auth = {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.encode(format!("root:{}", common::ROOT_PASSWORD))
@@ -332,3 +340,129 @@ async fn exposition(b: Backend) {
 }
 
 on_both_backends!(exposition);
+
+// ------------------------------------------------------------------------------------------
+// Structured logs
+
+/// The server's stderr lines, collected as they come.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<String>>>);
+
+impl Logs {
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Wait (bounded) until a line satisfies `f`.
+    async fn wait_for(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
+        for _ in 0..200 {
+            if let Some(l) = self.lines().into_iter().find(|l| f(l)) {
+                return l;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("no log line {what} in:\n{}", self.lines().join("\n"));
+    }
+}
+
+/// The real server binary with its stderr captured (`RUST_LOG=info`).
+async fn start_logged(db: TestDb, extra: &[&str]) -> (TestServer, Logs) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ardacat-server"));
+    cmd.args(["--database", &db.url, "--tcp-port", "0", "--http-port", "0"])
+        .args(extra)
+        .env("ARDACAT_ROOT_PASSWORD", common::ROOT_PASSWORD)
+        .env("RUST_LOG", "info")
+        .env_remove("ARDACAT_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("start ardacat-server");
+    let logs = Logs::default();
+    let stderr = child.stderr.take().unwrap();
+    let sink = logs.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            sink.0.lock().unwrap().push(line);
+        }
+    });
+    let stdout = child.stdout.take().unwrap();
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let addr = |key: &str| -> SocketAddr {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+    };
+    let (tcp, http) = (addr("tcp="), addr("http="));
+    (TestServer { child, tcp, http, metrics: None, db }, logs)
+}
+
+fn json_lines(logs: &Logs) -> Vec<serde_json::Value> {
+    logs.lines()
+        .iter()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn request_line<'a>(lines: &'a [serde_json::Value], frontend: &str, command: &str) -> &'a serde_json::Value {
+    lines
+        .iter()
+        .find(|v| v["target"] == "ardacat::request" && v["frontend"] == frontend && v["command"] == command)
+        .unwrap_or_else(|| panic!("no request line for {frontend} {command} in {lines:#?}"))
+}
+
+async fn json_logs(b: Backend) {
+    let (server, logs) = start_logged(TestDb::new(b).await, &["--log-format", "json"]).await;
+    let mut c = server.raw().await;
+    ok(&mut c, "createdir /j").await;
+    ok(&mut c, "addattr /j n int").await;
+    for i in 0..3 {
+        ok(&mut c, &format!("addentry /j/e{i} n {i}")).await;
+    }
+    assert_eq!(ok(&mut c, "selectattr /j:n 'n >= 1'").await.len(), 2);
+    common::fails(&mut c, "getattr /j/none n", 1).await;
+    let query = "<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>\
+                 <query xmlns=\"urn:ardacat:metadata:1\"><select>/j:n</select><condition>n &gt;= 0</condition></query>\
+                 </soap:Body></soap:Envelope>";
+    let (status, body) = post(server.http, &soap_request(query)).await;
+    assert_eq!(status, 200, "{body}");
+    logs.wait_for("for the SOAP query", |l| l.contains("\"ardacat::request\"") && l.contains("\"query\"")).await;
+
+    let lines = json_lines(&logs);
+    assert!(!lines.is_empty());
+    let sel = request_line(&lines, "tcp", "selectattr");
+    assert_eq!(sel["user"], "root");
+    assert!(sel["peer"].as_str().unwrap().starts_with("127.0.0.1:"), "{sel}");
+    assert_eq!(sel["code"], 0);
+    assert_eq!(sel["rows"], 2);
+    assert!(sel["duration_ms"].as_f64().unwrap() >= 0.0);
+    let id = sel["request_id"].as_str().unwrap().to_string();
+    assert!(!id.is_empty());
+    // The request span carries the same id (every event inside the request has it).
+    assert_eq!(sel["span"]["request_id"], id.as_str(), "{sel}");
+    let failed = request_line(&lines, "tcp", "getattr");
+    assert_eq!(failed["code"], 1);
+    assert_ne!(failed["request_id"], id.as_str(), "ids are per request");
+
+    let soap = request_line(&lines, "soap", "query");
+    assert_eq!(soap["user"], "root");
+    assert_eq!(soap["code"], 0);
+    assert_eq!(soap["rows"], 3);
+    assert!(soap["peer"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert_eq!(soap["span"]["request_id"], soap["request_id"]);
+
+    // The audit log stays: every write has its own audit line (target audit).
+    let audit: Vec<_> = lines.iter().filter(|v| v["target"] == "audit").collect();
+    for cmd in ["createdir", "addattr", "addentry"] {
+        assert!(audit.iter().any(|v| v["command"] == cmd), "audit line for {cmd} in {audit:#?}");
+    }
+    assert_eq!(audit.iter().filter(|v| v["command"] == "addentry").count(), 3);
+}
+
+on_both_backends!(json_logs);

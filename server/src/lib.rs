@@ -16,6 +16,7 @@ pub mod auth;
 pub mod config;
 pub mod health;
 pub mod http;
+pub mod logging;
 pub mod metrics;
 pub mod soap;
 pub mod state;
