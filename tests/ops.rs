@@ -466,3 +466,209 @@ async fn json_logs(b: Backend) {
 }
 
 on_both_backends!(json_logs);
+
+// ------------------------------------------------------------------------------------------
+// Reload on SIGHUP
+
+mod pki {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+        KeyUsagePurpose,
+    };
+
+    pub fn dn(parts: &[(DnType, &str)]) -> DistinguishedName {
+        let mut d = DistinguishedName::new();
+        for (t, v) in parts {
+            d.push(t.clone(), *v);
+        }
+        d
+    }
+
+    pub fn ca() -> (String, Issuer<'static, KeyPair>) {
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name = dn(&[(DnType::OrganizationName, "Org"), (DnType::CommonName, "Reload CA")]);
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        let cert = p.self_signed(&key).unwrap();
+        (cert.pem(), Issuer::new(p, key))
+    }
+
+    /// (certificate PEM, key PEM).
+    pub fn leaf(issuer: &Issuer<'_, KeyPair>, cn: &str, client: bool) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let sans: Vec<String> = if client { vec![] } else { vec!["localhost".into(), "127.0.0.1".into()] };
+        let mut p = CertificateParams::new(sans).unwrap();
+        p.distinguished_name = if client {
+            dn(&[(DnType::CountryName, "CH"), (DnType::OrganizationName, "Org"), (DnType::CommonName, cn)])
+        } else {
+            dn(&[(DnType::CommonName, cn)])
+        };
+        p.extended_key_usages =
+            vec![if client { ExtendedKeyUsagePurpose::ClientAuth } else { ExtendedKeyUsagePurpose::ServerAuth }];
+        let cert = p.signed_by(&key, issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+fn tls_client(ca_pem: &str, cert: Option<&(String, String)>) -> tokio_rustls::TlsConnector {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap()).unwrap();
+    let b = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let mut cfg = match cert {
+        Some((c, k)) => b
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_slice(c.as_bytes()).unwrap()],
+                PrivateKeyDer::from_pem_slice(k.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => b.with_no_client_auth(),
+    };
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tokio_rustls::TlsConnector::from(Arc::new(cfg))
+}
+
+type Https = tokio_rustls::client::TlsStream<TcpStream>;
+
+async fn https_connect(addr: SocketAddr, tls: &tokio_rustls::TlsConnector) -> Https {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    tls.connect(rustls::pki_types::ServerName::try_from("localhost").unwrap(), tcp).await.unwrap()
+}
+
+/// The DER of the certificate the server presented on this connection.
+fn served_cert(s: &Https) -> Vec<u8> {
+    s.get_ref().1.peer_certificates().unwrap()[0].as_ref().to_vec()
+}
+
+fn der_of(pem: &str) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes()).unwrap().as_ref().to_vec()
+}
+
+/// One request on a keep-alive connection; reads exactly one response (Content-Length bodies).
+async fn exchange(s: &mut Https, request: &str) -> (u16, String) {
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let len = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string()))
+                .and_then(|v| v.parse::<usize>().ok())
+                .expect("content-length");
+            if body.len() >= len {
+                return split_response(&buf);
+            }
+        }
+        let n = tokio::time::timeout(std::time::Duration::from_secs(30), s.read(&mut chunk)).await.unwrap().unwrap();
+        assert!(n > 0, "connection closed: {text}");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+const HEALTHZ: &str = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+fn sighup(server: &TestServer) {
+    let st = std::process::Command::new("kill").args(["-HUP", &server.pid().to_string()]).status().unwrap();
+    assert!(st.success());
+}
+
+/// A SOAP ping with no password: login by the client certificate only.
+fn cert_ping() -> String {
+    let body = "<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>\
+                <ping xmlns=\"urn:ardacat:metadata:1\"/></soap:Body></soap:Envelope>";
+    format!(
+        "POST /soap HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/xml; charset=utf-8\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+async fn reload_on_sighup(b: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |n: &str| dir.path().join(n).display().to_string();
+    let (ca_pem, ca) = pki::ca();
+    let first = pki::leaf(&ca, "server-one", false);
+    let second = pki::leaf(&ca, "server-two", false);
+    let alice = pki::leaf(&ca, "Alice", true);
+    std::fs::write(path("ca.pem"), &ca_pem).unwrap();
+    std::fs::write(path("server.pem"), &first.0).unwrap();
+    std::fs::write(path("server.key"), &first.1).unwrap();
+    std::fs::write(path("grid-mapfile"), "# nobody yet\n").unwrap();
+    let flags = [
+        "--tls-cert".to_string(),
+        path("server.pem"),
+        "--tls-key".into(),
+        path("server.key"),
+        "--tls-client-ca".into(),
+        path("ca.pem"),
+        "--grid-mapfile".into(),
+        path("grid-mapfile"),
+        "--log-format".into(),
+        "json".into(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (server, logs) = start_logged(TestDb::new(b).await, &flags).await;
+    let anon = tls_client(&ca_pem, None);
+    let as_alice = tls_client(&ca_pem, Some(&alice));
+
+    // An AMGA user alice exists; her certificate is not mapped yet.
+    let mut root = {
+        let mut c = server.raw().await;
+        ok(&mut c, "user_create alice alice-secret").await;
+        c
+    };
+    let mut old = https_connect(server.http, &anon).await;
+    assert_eq!(served_cert(&old), der_of(&first.0));
+    assert_eq!(exchange(&mut old, HEALTHZ).await.0, 200);
+    let mut a = https_connect(server.http, &as_alice).await;
+    assert_eq!(exchange(&mut a, &cert_ping()).await.0, 401, "unmapped certificate");
+
+    // Rotate the certificate and map alice; SIGHUP.
+    std::fs::write(path("server.pem"), &second.0).unwrap();
+    std::fs::write(path("server.key"), &second.1).unwrap();
+    std::fs::write(path("grid-mapfile"), "\"/C=CH/O=Org/CN=Alice\" alice\n").unwrap();
+    sighup(&server);
+    logs.wait_for("reloaded", |l| l.contains("\"reloaded:")).await;
+    let fresh = https_connect(server.http, &anon).await;
+    assert_eq!(served_cert(&fresh), der_of(&second.0), "a new connection sees the new certificate");
+    assert_eq!(exchange(&mut old, HEALTHZ).await.0, 200, "the old connection still works");
+    assert_eq!(served_cert(&old), der_of(&first.0));
+    let mut a = https_connect(server.http, &as_alice).await;
+    let (status, body) = exchange(&mut a, &cert_ping()).await;
+    assert_eq!(status, 200, "the new grid-mapfile is in force: {body}");
+    ok(&mut root, "pwd").await;
+
+    // A broken certificate file is refused; the certificate in force stays.
+    std::fs::write(path("server.pem"), "-----BEGIN CERTIFICATE-----\nnot base64 at all\n").unwrap();
+    sighup(&server);
+    let refused = logs.wait_for("refusing the reload", |l| l.contains("reload refused")).await;
+    assert!(refused.contains("server.pem"), "the line names the file: {refused}");
+    let mut after = https_connect(server.http, &anon).await;
+    assert_eq!(served_cert(&after), der_of(&second.0), "the previous certificate is still served");
+    assert_eq!(exchange(&mut after, HEALTHZ).await.0, 200);
+    // A key that does not match the certificate is refused too.
+    std::fs::write(path("server.pem"), &second.0).unwrap();
+    std::fs::write(path("server.key"), &first.1).unwrap();
+    sighup(&server);
+    for _ in 0..200 {
+        if logs.lines().iter().filter(|l| l.contains("reload refused")).count() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(logs.lines().iter().filter(|l| l.contains("reload refused")).count(), 2, "{:?}", logs.lines());
+    let mut last = https_connect(server.http, &anon).await;
+    assert_eq!(served_cert(&last), der_of(&second.0));
+    assert_eq!(exchange(&mut last, HEALTHZ).await.0, 200);
+    ok(&mut root, "pwd").await;
+}
+
+on_both_backends!(reload_on_sighup);

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Peer;
 use crate::state::Shared;
+use crate::tls::TlsSlot;
 
 /// The plain HTTP listener: every accepted socket gets TCP_NODELAY (as on the AMGA port and the
 /// TLS listener); without it the small tail of a streamed (chunked) response waited for the
@@ -68,8 +69,9 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Accepts on `listener` until `shutdown`; a handshake that fails or takes longer than
-    /// `timeout` is dropped without disturbing the others.
-    pub fn new(listener: TcpListener, acceptor: TlsAcceptor, timeout: Duration, shutdown: CancellationToken) -> Self {
+    /// `timeout` is dropped without disturbing the others. Each handshake uses the settings in
+    /// force when its connection arrived (`tls`, replaced on reload).
+    pub fn new(listener: TcpListener, tls: Arc<TlsSlot>, timeout: Duration, shutdown: CancellationToken) -> Self {
         let local = listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let (tx, ready) = mpsc::channel(64);
         let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
@@ -91,7 +93,7 @@ impl TlsListener {
                     _ = shutdown.cancelled() => break,
                 };
                 let _ = stream.set_nodelay(true);
-                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                let (acceptor, tx): (TlsAcceptor, _) = (tls.get().http.clone(), tx.clone());
                 tokio::spawn(async move {
                     match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
                         Ok(Ok(tls)) => {
@@ -137,7 +139,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
     let result = match shared.tls.as_ref() {
         Some(tls) => {
             let timeout = Duration::from_secs(shared.config.handshake_timeout_secs.max(1));
-            let listener = TlsListener::new(listener, tls.http.clone(), timeout, shutdown.clone());
+            let listener = TlsListener::new(listener, tls.clone(), timeout, shutdown.clone());
             axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await
         }
         None => {

@@ -18,6 +18,7 @@ pub mod health;
 pub mod http;
 pub mod logging;
 pub mod metrics;
+pub mod reload;
 pub mod soap;
 pub mod state;
 pub mod tcp;
@@ -157,6 +158,7 @@ pub async fn serve_full(
     let shared = Arc::new(state::Shared::new(cat, Arc::new(config), tls));
     let http_task = tokio::spawn(http::serve(listeners.http, shared.clone(), shutdown.clone()));
     let ops_task = listeners.metrics.map(|l| tokio::spawn(http::serve_ops(l, shared.clone(), shutdown.clone())));
+    tokio::spawn(reload::on_sighup(shared.clone(), shutdown.clone()));
     tcp::serve(listeners.tcp, shared, shutdown).await;
     let _ = http_task.await;
     if let Some(t) = ops_task {

@@ -1,4 +1,5 @@
-//! `ardacat-server`: parse flags, open the catalogue, serve until SIGINT/SIGTERM.
+//! `ardacat-server`: parse flags, open the catalogue, serve until SIGINT/SIGTERM; SIGHUP
+//! reloads certificates and the grid-mapfile (`ardacat_server::reload`).
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +14,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // SIGHUP means reload (`reload::on_sighup`), never terminate: take it over before anything
+    // else, so one that arrives during start-up is ignored rather than fatal.
+    let _hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let config = Config::load(Flags::parse())?;
     ardacat_server::logging::init(config.log_format);
     // Unusable certificate settings stop the start before anything listens.

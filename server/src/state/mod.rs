@@ -20,7 +20,7 @@ use crate::Cat;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::metrics::expo::Sample;
-use crate::tls::TlsSetup;
+use crate::tls::{TlsSetup, TlsSlot};
 pub use limiter::LoginLimiter;
 use sessions::SessionRegistry;
 
@@ -45,8 +45,9 @@ pub struct Shared {
     pub stats: Stats,
     pub login_limiter: LoginLimiter,
     pub metrics: Metrics,
-    /// Certificates and acceptors when TLS is configured (`ssl` on TCP, HTTPS on HTTP).
-    pub tls: Option<Arc<TlsSetup>>,
+    /// Certificates and acceptors when TLS is configured (`ssl` on TCP, HTTPS on HTTP);
+    /// replaced on reload (`crate::reload`).
+    pub tls: Option<Arc<TlsSlot>>,
     /// SOAP differential deserializer (None when `soap_dds` is off).
     pub dds: Option<DdsCache>,
 }
@@ -62,7 +63,7 @@ impl Shared {
             metrics: Metrics::default(),
             dds: new_dds(&config),
             config,
-            tls,
+            tls: tls.map(|t| Arc::new(TlsSlot::new(t))),
         }
     }
 
