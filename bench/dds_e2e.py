@@ -236,9 +236,12 @@ class E2E:
         exe_key = 'ardacat_stage_duration_seconds_{}{{frontend="soap",stage="execute"}}'
         n = delta(m0, m1, exe_key.format("count"))
         r["server_execute_us_mean"] = round(delta(m0, m1, exe_key.format("sum")) / n * 1e6, 1) if n else None
-        for k in ["hits", "misses", "bypassed", "loop_hits", "declines_structure", "templates",
-                  "template_bytes"]:
-            key = f"ardacat_soap_dds_{k}"
+        for k, key in [("hits", "ardacat_soap_dds_hits_total"), ("misses", "ardacat_soap_dds_misses_total"),
+                       ("bypassed", "ardacat_soap_dds_bypassed_total"),
+                       ("loop_hits", "ardacat_soap_dds_loop_hits_total"),
+                       ("declines_structure", 'ardacat_soap_dds_declines_total{reason="structure"}'),
+                       ("templates", "ardacat_soap_dds_templates"),
+                       ("template_bytes", "ardacat_soap_dds_template_bytes")]:
             if key in m1:
                 r[f"dds_{k}"] = m1[key] if k.startswith("template") else delta(m0, m1, key)
         requests = delta(m0, m1, 'ardacat_requests_total{frontend="soap",operation="setAttributes"}')

@@ -82,10 +82,10 @@ async fn dds_on_and_off(backend: Backend) {
         let status = ["done", "running", "failed-with-a-longer-status", "x"][i as usize % 4];
         post(on.http, &set_attributes(&format!("/d/e{}", i % 8), status, i * 1000 - 7)).await;
     }
-    let hits = metric(&on, "soap_dds_hits").await;
+    let hits = metric(&on, "soap_dds_hits_total").await;
     assert!(hits >= 30, "DDS fast path taken only {hits} times");
-    assert!(metric(&on, "soap_dds_shadow_checks").await >= hits);
-    assert_eq!(metric(&on, "soap_dds_shadow_mismatches").await, 0);
+    assert!(metric(&on, "soap_dds_shadow_checks_total").await >= hits);
+    assert_eq!(metric(&on, "soap_dds_shadow_mismatches_total").await, 0);
     let a = post(on.http, &get_all()).await;
     let b = post(off.http, &get_all()).await;
     assert_eq!(a, b, "answers differ with DDS on and off");

@@ -48,7 +48,9 @@ async fn metrics_and_stats() {
         "ardacat_stage_duration_seconds_count{frontend=\"soap\",stage=\"auth\"} 1",
         "ardacat_request_duration_seconds_bucket{frontend=\"tcp\",operation=\"pwd\",le=\"+Inf\"} 1",
         "ardacat_db_pool_size ",
+        "ardacat_db_pool_connections{state=\"in_use\"} ",
         "ardacat_tcp_connections_open 1",
+        "# TYPE ardacat_tcp_commands_total counter",
     ] {
         assert!(m.contains(needle), "missing {needle} in\n{m}");
     }

@@ -2,6 +2,7 @@
 # Runs the whole ardacat test suite. It first makes sure what the tests need is there:
 #   - PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth), started if it is installed but down;
 #   - gSOAP (wsdl2h, soapcpp2, libgsoap) for the SOAP interop test, installed with apt-get if missing;
+#   - promtool (Debian package prometheus) for the /metrics format test (tests/ops.rs), likewise;
 #   - a Python venv with zeep for the SOAP interop test, and pytest, cryptography, mypy, setuptools and wheel
 #     for the Python client's suite (target/interop-venv).
 # Nothing is skipped: if a dependency cannot be provided, the run fails.
@@ -23,6 +24,11 @@ fi
 if ! command -v wsdl2h >/dev/null || ! command -v soapcpp2 >/dev/null; then
     log "installing gSOAP (Debian packages gsoap libgsoap-dev)"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gsoap libgsoap-dev >/dev/null
+fi
+
+if ! command -v promtool >/dev/null; then
+    log "installing promtool (Debian package prometheus)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 
 venv=target/interop-venv

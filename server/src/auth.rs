@@ -134,7 +134,7 @@ async fn certificate_principal(shared: &Shared, subject: Option<&str>, claimed: 
     let denied = || Error::PermissionDenied(format!("certificate subject {dn} is not mapped to a user"));
     let user = match cat.user_for_subject(dn).await? {
         Some(u) => u,
-        None => tls.gridmap_user(dn).ok_or_else(denied)?.to_string(),
+        None => tls.get().gridmap_user(dn).ok_or_else(denied)?.to_string(),
     };
     let p = cat.principal(&user).await.map_err(|e| match e {
         Error::NotFound(_) => denied(),

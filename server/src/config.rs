@@ -4,7 +4,7 @@
 //! `check_file` (behind `--check-config FILE`) validates a config file without starting anything:
 //! it must only read files, never open the database or a socket.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
@@ -79,6 +79,28 @@ pub struct Config {
     pub tls_client_ca: Option<PathBuf>,
     /// grid-mapfile (`"<DN>" user` per line) consulted after `user_subject_add` mappings.
     pub grid_mapfile: Option<PathBuf>,
+
+    // ---- operations (probes, metrics listener, logs): issue #19 ----
+    /// `/readyz` on a replica: most milliseconds replay may lag behind the primary.
+    pub ready_max_lag_ms: u64,
+    /// `/readyz`: most milliseconds the database may take to answer the probe.
+    pub ready_timeout_ms: u64,
+    /// A separate plain-HTTP listener for `/metrics`, `/healthz` and `/readyz` (then `/metrics`
+    /// is not served on the HTTP port).
+    pub metrics_bind: Option<SocketAddr>,
+    /// Log lines as human text or as one JSON object per line.
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written (`--log-format`, `log_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (fields, the request span, the target `audit` for audit lines).
+    Json,
 }
 
 impl Default for Config {
@@ -111,6 +133,10 @@ impl Default for Config {
             tls_key: None,
             tls_client_ca: None,
             grid_mapfile: None,
+            ready_max_lag_ms: 10_000,
+            ready_timeout_ms: 2_000,
+            metrics_bind: None,
+            log_format: LogFormat::Text,
         }
     }
 }
@@ -174,6 +200,15 @@ pub struct Flags {
     /// 1 with one line per problem otherwise. Nothing is opened or bound.
     #[arg(long, value_name = "FILE")]
     pub check_config: Option<PathBuf>,
+    /// /readyz on a replica: most milliseconds of replay lag.
+    #[arg(long, env = "ARDACAT_READY_MAX_LAG_MS")]
+    pub ready_max_lag_ms: Option<u64>,
+    /// Serve /metrics, /healthz and /readyz on this address (plain HTTP) instead of the HTTP port.
+    #[arg(long, env = "ARDACAT_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
+    /// Log format: text or json.
+    #[arg(long, env = "ARDACAT_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -247,6 +282,15 @@ impl Config {
         }
         if flags.grid_mapfile.is_some() {
             c.grid_mapfile = flags.grid_mapfile;
+        }
+        if let Some(v) = flags.ready_max_lag_ms {
+            c.ready_max_lag_ms = v;
+        }
+        if flags.metrics_bind.is_some() {
+            c.metrics_bind = flags.metrics_bind;
+        }
+        if let Some(v) = flags.log_format {
+            c.log_format = v;
         }
         Ok(c)
     }

@@ -1,11 +1,10 @@
 //! The HTTP listener and THE place its router is composed ([`router`]): the SOAP endpoint and
-//! WSDL (routes from `soap`) and `/metrics`. A new set of routes (a web UI, health endpoints) is
+//! WSDL (routes from `soap`), `/metrics` and the probes (`health`). A new set of routes (a web UI, health endpoints) is
 //! one more `merge` in [`router`]. With a certificate configured the port speaks HTTPS only: a
 //! background task accepts TCP connections and runs the TLS handshakes (bounded in number and
 //! time), and axum serves the finished streams. It must not hold catalogue rules or login
 //! policy (`crate::auth`).
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +12,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::extract::connect_info::Connected;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::serve::{IncomingStream, Listener};
 use tokio::net::{TcpListener, TcpStream};
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Peer;
 use crate::state::Shared;
+use crate::tls::TlsSlot;
 
 /// The plain HTTP listener: every accepted socket gets TCP_NODELAY (as on the AMGA port and the
 /// TLS listener); without it the small tail of a streamed (chunked) response waited for the
@@ -67,8 +69,9 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Accepts on `listener` until `shutdown`; a handshake that fails or takes longer than
-    /// `timeout` is dropped without disturbing the others.
-    pub fn new(listener: TcpListener, acceptor: TlsAcceptor, timeout: Duration, shutdown: CancellationToken) -> Self {
+    /// `timeout` is dropped without disturbing the others. Each handshake uses the settings in
+    /// force when its connection arrived (`tls`, replaced on reload).
+    pub fn new(listener: TcpListener, tls: Arc<TlsSlot>, timeout: Duration, shutdown: CancellationToken) -> Self {
         let local = listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let (tx, ready) = mpsc::channel(64);
         let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
@@ -90,7 +93,7 @@ impl TlsListener {
                     _ = shutdown.cancelled() => break,
                 };
                 let _ = stream.set_nodelay(true);
-                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                let (acceptor, tx): (TlsAcceptor, _) = (tls.get().http.clone(), tx.clone());
                 tokio::spawn(async move {
                     match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
                         Ok(Ok(tls)) => {
@@ -136,7 +139,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
     let result = match shared.tls.as_ref() {
         Some(tls) => {
             let timeout = Duration::from_secs(shared.config.handshake_timeout_secs.max(1));
-            let listener = TlsListener::new(listener, tls.http.clone(), timeout, shutdown.clone());
+            let listener = TlsListener::new(listener, tls.clone(), timeout, shutdown.clone());
             axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await
         }
         None => {
@@ -151,20 +154,38 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
 
 /// Every route of the HTTP port. The service must be run with
 /// `into_make_service_with_connect_info::<Peer>()`: handlers read the peer's address (login
-/// throttling) and certificate subject (login by certificate) from it.
+/// throttling) and certificate subject (login by certificate) from it. `/metrics` moves to the
+/// metrics listener when `metrics_bind` is set; the probes stay here too (load balancers probe
+/// the service port).
 pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
-    Router::new().route("/metrics", get(metrics)).with_state(shared.clone()).merge(crate::soap::router(shared, bound))
+    let mut r = Router::new();
+    if shared.config.metrics_bind.is_none() {
+        r = r.route("/metrics", get(metrics));
+    }
+    r.with_state(shared.clone()).merge(crate::health::router(shared.clone())).merge(crate::soap::router(shared, bound))
 }
 
-/// Prometheus text format: the counters report ([`Shared::counters`]: connections, sessions,
-/// database pool, DDS), per-operation and per-stage latency histograms.
-async fn metrics(State(shared): State<Arc<Shared>>) -> String {
-    let mut out = String::new();
-    for (k, v) in shared.counters() {
-        let _ = writeln!(out, "ardacat_{k} {v}");
+/// The routes of the metrics listener (`metrics_bind`): `/metrics`, `/healthz`, `/readyz`.
+pub fn ops_router(shared: Arc<Shared>) -> Router {
+    Router::new().route("/metrics", get(metrics)).with_state(shared.clone()).merge(crate::health::router(shared))
+}
+
+/// Serve [`ops_router`] on its own plain-HTTP listener until `shutdown`.
+pub async fn serve_ops(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let service = ops_router(shared).into_make_service();
+    if let Err(e) =
+        axum::serve(PlainListener(listener), service).with_graceful_shutdown(shutdown.cancelled_owned()).await
+    {
+        tracing::error!(error = %e, "metrics listener failed");
     }
-    shared.metrics.render(&mut out);
-    out
+}
+
+/// Prometheus text format (`crate::metrics::page`): the counters report ([`Shared::counters`]:
+/// connections, sessions, database pool, DDS), per-operation and per-stage latency histograms,
+/// process metrics.
+async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    let body = crate::metrics::page::render(&shared.counters(), &shared.metrics);
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body)
 }
 
 #[cfg(test)]

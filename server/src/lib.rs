@@ -14,8 +14,11 @@
 
 pub mod auth;
 pub mod config;
+pub mod health;
 pub mod http;
+pub mod logging;
 pub mod metrics;
+pub mod reload;
 pub mod soap;
 pub mod state;
 pub mod tcp;
@@ -125,8 +128,40 @@ pub async fn serve_with(
     tls: Option<Arc<tls::TlsSetup>>,
     shutdown: CancellationToken,
 ) {
+    serve_full(cat, config, Listeners { tcp, http, metrics: None }, tls, shutdown).await
+}
+
+/// Every listener the server serves on.
+pub struct Listeners {
+    pub tcp: TcpListener,
+    pub http: TcpListener,
+    /// `metrics_bind`: `/metrics`, `/healthz`, `/readyz` on their own listener.
+    pub metrics: Option<TcpListener>,
+}
+
+/// Bind the metrics listener when `metrics_bind` is set; returns it with its actual address.
+pub async fn bind_metrics(config: &Config) -> Result<Option<(TcpListener, SocketAddr)>, StartError> {
+    let Some(addr) = config.metrics_bind else { return Ok(None) };
+    let l = TcpListener::bind(addr).await.map_err(|e| StartError::Bind(addr, e))?;
+    let bound = l.local_addr().map_err(|e| StartError::Bind(addr, e))?;
+    Ok(Some((l, bound)))
+}
+
+/// [`serve_with`] on every listener, the metrics listener included.
+pub async fn serve_full(
+    cat: Cat,
+    config: Config,
+    listeners: Listeners,
+    tls: Option<Arc<tls::TlsSetup>>,
+    shutdown: CancellationToken,
+) {
     let shared = Arc::new(state::Shared::new(cat, Arc::new(config), tls));
-    let http_task = tokio::spawn(http::serve(http, shared.clone(), shutdown.clone()));
-    tcp::serve(tcp, shared, shutdown).await;
+    let http_task = tokio::spawn(http::serve(listeners.http, shared.clone(), shutdown.clone()));
+    let ops_task = listeners.metrics.map(|l| tokio::spawn(http::serve_ops(l, shared.clone(), shutdown.clone())));
+    tokio::spawn(reload::on_sighup(shared.clone(), shutdown.clone()));
+    tcp::serve(listeners.tcp, shared, shutdown).await;
     let _ = http_task.await;
+    if let Some(t) = ops_task {
+        let _ = t.await;
+    }
 }

@@ -1,10 +1,11 @@
-//! `ardacat-server`: parse flags, open the catalogue, serve until SIGINT/SIGTERM (or, with
-//! `--check-config FILE`, check a config file and exit).
+//! `ardacat-server`: parse flags, open the catalogue, serve until SIGINT/SIGTERM; SIGHUP
+//! reloads certificates and the grid-mapfile (`ardacat_server::reload`). With
+//! `--check-config FILE` it checks a config file and exits.
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use ardacat_server::{Config, RootPassword, bind, config::Flags, open, serve_with, tls};
+use ardacat_server::{Config, Listeners, RootPassword, bind, bind_metrics, config::Flags, open, serve_full, tls};
 
 // glibc's malloc spent a third of the server's CPU on the get path (arena locks, consolidation of
 // per-value strings freed on other threads); mimalloc's thread-local free lists do not
@@ -14,10 +15,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    // SIGHUP means reload (`reload::on_sighup`), never terminate: take it over before anything
+    // else, so one that arrives during start-up is ignored rather than fatal.
+    let _hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let flags = Flags::parse();
     if let Some(path) = &flags.check_config {
         match ardacat_server::config::check_file(path) {
@@ -34,6 +34,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let config = Config::load(flags)?;
+    ardacat_server::logging::init(config.log_format);
     // Unusable certificate settings stop the start before anything listens.
     let tls = tls::load(&config)?;
     let root_pw = std::env::var("ARDACAT_ROOT_PASSWORD").ok().filter(|p| !p.is_empty());
@@ -47,10 +48,12 @@ async fn main() -> anyhow::Result<()> {
         RootPassword::Existing => {}
     }
     let (tcp, http, bound) = bind(&config).await?;
+    let metrics = bind_metrics(&config).await?;
     // Tests and scripts read this line to find ports chosen with 0.
     let tls_note = if tls.is_some() { " tls=on" } else { "" };
+    let metrics_note = metrics.as_ref().map(|(_, a)| format!(" metrics={a}")).unwrap_or_default();
     println!(
-        "ardacat-server listening tcp={} http={} database={}{tls_note}",
+        "ardacat-server listening tcp={} http={}{metrics_note} database={}{tls_note}",
         bound.tcp,
         bound.http,
         redact(&config.database)
@@ -66,7 +69,8 @@ async fn main() -> anyhow::Result<()> {
         tracing::info!("shutting down");
         signal.cancel();
     });
-    serve_with(cat, config, tcp, http, tls, shutdown).await;
+    let listeners = Listeners { tcp, http, metrics: metrics.map(|(l, _)| l) };
+    serve_full(cat, config, listeners, tls, shutdown).await;
     Ok(())
 }
 

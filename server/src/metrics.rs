@@ -2,12 +2,19 @@
 //! per-stage timings (read/parse, auth, execute incl. SQL, serialize/write), rendered in the
 //! Prometheus text format on `/metrics` and as lines by the TCP `stats` command. Recording is a
 //! few atomic adds; it must not allocate or lock exclusively on the hot path.
+//!
+//! Submodules: `expo` writes the exposition format (HELP/TYPE, grouping, label escaping),
+//! `process` reads the process metrics from /proc, `page` renders the whole `/metrics` page.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+pub mod expo;
+pub mod page;
+pub mod process;
 
 /// Upper bounds of the latency buckets, in microseconds.
 const BUCKETS_US: [u64; 17] = [
@@ -48,6 +55,9 @@ impl Histogram {
         let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
     }
 }
+
+/// An operation's name, request count and error count.
+type OpCounts = (&'static str, u64, u64);
 
 #[derive(Default)]
 struct OpStats {
@@ -132,26 +142,72 @@ impl Metrics {
         self.frontend(f).stages[i].observe(d);
     }
 
-    /// Prometheus text exposition of everything recorded.
+    /// Prometheus text exposition of everything recorded: each family once, with `# HELP` and
+    /// `# TYPE`, its samples (both frontends, every operation) grouped after them.
     pub fn render(&self, out: &mut String) {
-        out.push_str("# TYPE ardacat_requests_total counter\n# TYPE ardacat_request_errors_total counter\n");
-        out.push_str("# TYPE ardacat_request_duration_seconds histogram\n");
-        out.push_str("# TYPE ardacat_stage_duration_seconds histogram\n");
-        for (fname, f) in [("tcp", Frontend::Tcp), ("soap", Frontend::Soap)] {
-            let fs = self.frontend(f);
-            let map = fs.ops.read().unwrap_or_else(|p| p.into_inner());
-            let mut ops: Vec<_> = map.iter().collect();
-            ops.sort_by_key(|(k, _)| **k);
-            for (op, s) in ops {
-                let labels = format!("frontend=\"{fname}\",operation=\"{op}\"");
-                let _ = writeln!(out, "ardacat_requests_total{{{labels}}} {}", s.latency.count());
-                let _ = writeln!(out, "ardacat_request_errors_total{{{labels}}} {}", s.errors.load(Ordering::Relaxed));
-                s.latency.render(out, "ardacat_request_duration_seconds", &labels);
+        use expo::{Kind, header};
+        let fronts = [("tcp", Frontend::Tcp), ("soap", Frontend::Soap)];
+        // One sorted snapshot of the operations per frontend, so every family lists the same ones.
+        let ops: Vec<(&str, Vec<OpCounts>)> = fronts
+            .iter()
+            .map(|(fname, f)| {
+                let map = self.frontend(*f).ops.read().unwrap_or_else(|p| p.into_inner());
+                let mut v: Vec<_> =
+                    map.iter().map(|(k, s)| (*k, s.latency.count(), s.errors.load(Ordering::Relaxed))).collect();
+                v.sort_by_key(|(k, _, _)| *k);
+                (*fname, v)
+            })
+            .collect();
+        let labels = |fname: &str, op: &str| {
+            let mut l = String::new();
+            expo::push_labels(&mut l, [("frontend", fname), ("operation", op)]);
+            l
+        };
+        header(out, "ardacat_requests_total", Kind::Counter, "Requests handled, by frontend and operation.");
+        for (fname, list) in &ops {
+            for (op, n, _) in list {
+                let _ = writeln!(out, "ardacat_requests_total{} {n}", labels(fname, op));
             }
+        }
+        header(
+            out,
+            "ardacat_request_errors_total",
+            Kind::Counter,
+            "Requests answered with an error, by frontend and operation.",
+        );
+        for (fname, list) in &ops {
+            for (op, _, e) in list {
+                let _ = writeln!(out, "ardacat_request_errors_total{} {e}", labels(fname, op));
+            }
+        }
+        header(
+            out,
+            "ardacat_request_duration_seconds",
+            Kind::Histogram,
+            "Request latency from command line or authentication to the last byte queued.",
+        );
+        for (fname, f) in fronts {
+            let map = self.frontend(f).ops.read().unwrap_or_else(|p| p.into_inner());
+            let mut list: Vec<_> = map.iter().collect();
+            list.sort_by_key(|(k, _)| **k);
+            for (op, s) in list {
+                let l = labels(fname, op);
+                s.latency.render(out, "ardacat_request_duration_seconds", &l[1..l.len() - 1]);
+            }
+        }
+        header(
+            out,
+            "ardacat_stage_duration_seconds",
+            Kind::Histogram,
+            "Time spent per request stage (parse, auth, execute, write), by frontend.",
+        );
+        for (fname, f) in fronts {
+            let fs = self.frontend(f);
             for (i, st) in Stage::ALL.iter().enumerate() {
                 if fs.stages[i].count() > 0 {
-                    let labels = format!("frontend=\"{fname}\",stage=\"{}\"", st.name());
-                    fs.stages[i].render(out, "ardacat_stage_duration_seconds", &labels);
+                    let mut l = String::new();
+                    expo::push_labels(&mut l, [("frontend", fname), ("stage", st.name())]);
+                    fs.stages[i].render(out, "ardacat_stage_duration_seconds", &l[1..l.len() - 1]);
                 }
             }
         }

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -53,6 +53,28 @@ impl std::fmt::Debug for TlsSetup {
             .field("client_auth", &self.client_auth)
             .field("gridmap_entries", &self.gridmap.len())
             .finish()
+    }
+}
+
+/// The TLS settings in force, replaced as a whole when a reload (SIGHUP, `crate::reload`) has
+/// read a complete new set: handshakes that start afterwards use the new one, connections
+/// already established keep the session they negotiated.
+pub struct TlsSlot(RwLock<Arc<TlsSetup>>);
+
+impl TlsSlot {
+    pub fn new(setup: Arc<TlsSetup>) -> Self {
+        TlsSlot(RwLock::new(setup))
+    }
+
+    /// The settings in force now.
+    pub fn get(&self) -> Arc<TlsSetup> {
+        // A poisoned lock only means a panic while swapping one Arc for another.
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Put `setup` in force.
+    pub fn replace(&self, setup: Arc<TlsSetup>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = setup;
     }
 }
 
@@ -120,6 +142,11 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 }
 
 impl TlsSetup {
+    /// Lines of the grid-mapfile in force.
+    pub fn gridmap_len(&self) -> usize {
+        self.gridmap.len()
+    }
+
     /// The user a grid-mapfile line gives this subject, if any.
     pub fn gridmap_user(&self, subject: &str) -> Option<&str> {
         self.gridmap.get(subject).map(String::as_str)

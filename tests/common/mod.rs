@@ -119,6 +119,8 @@ pub struct TestServer {
     pub child: Child,
     pub tcp: SocketAddr,
     pub http: SocketAddr,
+    /// The metrics listener (`--metrics-bind`), when started with one.
+    pub metrics: Option<SocketAddr>,
     pub db: TestDb,
     log: LogWatch,
 }
@@ -172,9 +174,21 @@ impl LogWatch {
         });
         LogWatch { errors, thread: Some(thread), expected: None }
     }
+
+    /// For a server whose stderr the test reads itself (and checks itself).
+    fn inert(why: &str) -> LogWatch {
+        LogWatch { errors: Default::default(), thread: None, expected: Some(why.to_string()) }
+    }
 }
 
 impl TestServer {
+    /// A server the test started itself and whose stderr it reads (e.g. to parse JSON logs):
+    /// the internal-error check of the log is then the test's own (`why` says how).
+    #[allow(dead_code)]
+    pub fn from_started(child: Child, tcp: SocketAddr, http: SocketAddr, db: TestDb, why: &str) -> TestServer {
+        TestServer { child, tcp, http, metrics: None, db, log: LogWatch::inert(why) }
+    }
+
     pub async fn start(backend: Backend) -> TestServer {
         Self::start_with(TestDb::new(backend).await, &[]).await
     }
@@ -209,7 +223,8 @@ impl TestServer {
                 .unwrap_or_else(|| panic!("no {key} in server output: {line:?}"))
         };
         let (tcp, http) = (addr("tcp="), addr("http="));
-        TestServer { child, tcp, http, db, log }
+        let metrics = line.split_whitespace().find_map(|w| w.strip_prefix("metrics=")).and_then(|a| a.parse().ok());
+        TestServer { child, tcp, http, metrics, db, log }
     }
 
     /// A fresh database and extra flags (e.g. `--max-line 4096`).

@@ -16,6 +16,7 @@
 
 use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
+use tracing::Instrument;
 
 use ardacat_core::path;
 use ardacat_core::service::SelectSpec;
@@ -134,7 +135,9 @@ pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req
         }
         Request::ListSchemas { path } => {
             let dir = non_blank(path).unwrap_or_else(|| "/".to_string());
-            Response::ListSchemas { schema_names: cat.list_collections(s, &dir).await? }
+            let schema_names = cat.list_collections(s, &dir).await?;
+            crate::logging::add_rows(schema_names.len() as u64);
+            Response::ListSchemas { schema_names }
         }
         Request::DescribeSchema { schema_name } => Response::DescribeSchema {
             attributes: cat.listattr(s, &schema_name).await?.into_iter().map(typed).collect(),
@@ -217,6 +220,7 @@ async fn page(
 ) -> Result<MDResult> {
     let spec = state.spec();
     let p = cat.query_page(s, &spec, after, size).await?;
+    crate::logging::add_rows(p.rows.len() as u64);
     let token = p.next.as_ref().map(|k| cat.issue_token(&cat.continue_state(state, k, now)));
     Ok(MDResult {
         more: token.is_some(),
@@ -307,6 +311,7 @@ impl RowSink for EntrySink<'_> {
             self.soap_error = Some(e);
             return Err(Error::Cancelled);
         }
+        crate::logging::add_rows(1);
         self.out.flush_if_full().await
     }
 }
@@ -319,12 +324,15 @@ async fn get_attributes(
     attribute_names: Vec<String>,
 ) -> Result<Output, Failure> {
     let (start_tx, start_rx) = oneshot::channel();
-    tokio::spawn(async move {
+    // The streaming task counts rows for the request's log line and logs in its span.
+    let rows = crate::logging::rows_handle().unwrap_or_default();
+    let task = async move {
         let mut s = s;
         let mut out = Out { buf: Vec::with_capacity(8192), start: Some(start_tx), tx: None };
         let r = stream_entries(&cat, &mut s, version, &entry_names, &attribute_names, &mut out).await;
         out.finish(r).await;
-    });
+    };
+    tokio::spawn(crate::logging::with_rows(rows, task).instrument(tracing::Span::current()));
     match start_rx.await {
         Ok(Start::Done(Ok(bytes))) => Ok(Output::Complete(bytes)),
         Ok(Start::Done(Err(e))) => Err(e),

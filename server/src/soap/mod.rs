@@ -21,6 +21,7 @@ pub mod dispatch;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use crate::metrics::{Frontend, Stage};
@@ -31,7 +32,7 @@ use ardacat_soap::{
     write_error_fault, write_fault, wsdl_for,
 };
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, HttpBody as _};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
@@ -39,6 +40,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt;
 use tower_http::compression::CompressionLayer;
+use tracing::Instrument;
+
+use crate::logging::RequestLine;
 
 use crate::state::Shared;
 use auth::{AuthCache, AuthFailure};
@@ -166,7 +170,16 @@ fn catalogue_fault(version: SoapVersion, e: &Error) -> Response {
     let fault = Fault::new(e.code(), kind_name(e.kind()), e.public_message(), e.kind() != ErrorKind::Internal);
     let mut out = Vec::with_capacity(512);
     write_fault(version, &fault, &mut out);
-    xml_response(version, fault.http_status(version), out)
+    with_code(xml_response(version, fault.http_status(version), out), i64::from(e.code()))
+}
+
+/// The outcome code of a fault response, for the request log line (absent: success, 0).
+#[derive(Debug, Clone, Copy)]
+struct OutcomeCode(i64);
+
+fn with_code(mut r: Response, code: i64) -> Response {
+    r.extensions_mut().insert(OutcomeCode(code));
+    r
 }
 
 /// A SOAP-layer error. Malformed requests are `Client` faults with a code-3
@@ -182,18 +195,18 @@ fn soap_fault(version: SoapVersion, e: &SoapError) -> Response {
                 SoapError::BodyTooLarge { .. } => 413,
                 other => other.http_status(version),
             };
-            xml_response(version, status, out)
+            with_code(xml_response(version, status, out), 3)
         }
         FaultCode::Server => {
             tracing::error!(error = %e, "SOAP response could not be serialized");
             let fault = Fault::new(99, kind_name(ErrorKind::Internal), e.message(), false);
             write_fault(version, &fault, &mut out);
-            xml_response(version, fault.http_status(version), out)
+            with_code(xml_response(version, fault.http_status(version), out), 99)
         }
         FaultCode::MustUnderstand | FaultCode::VersionMismatch => {
             let v = e.fault_version(version);
             write_error_fault(v, e, &mut out);
-            xml_response(v, e.http_status(v), out)
+            with_code(xml_response(v, e.http_status(v), out), 3)
         }
     }
 }
@@ -208,7 +221,7 @@ fn auth_failure(version: SoapVersion, f: AuthFailure) -> Response {
     let fault = Fault::new(4, kind_name(ErrorKind::Authorization), message, true);
     let mut out = Vec::with_capacity(512);
     write_fault(version, &fault, &mut out);
-    let mut r = xml_response(version, status, out);
+    let mut r = with_code(xml_response(version, status, out), 4);
     if status == 401 {
         r.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"ardacat\""));
     } else {
@@ -239,7 +252,62 @@ async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, SoapError> {
     Ok(out)
 }
 
+/// One SOAP request inside its `request` span, then its log line (`crate::logging`); for a
+/// streamed response the line is written when the body has been sent (or dropped), so `rows`
+/// and the duration cover the whole response.
 async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
+    let started = Instant::now();
+    let peer = req.extensions().get::<ConnectInfo<crate::auth::Peer>>().map(|c| c.0.addr.to_string());
+    let mut line = RequestLine {
+        request_id: crate::logging::next_id(),
+        frontend: "soap",
+        peer: peer.unwrap_or_default(),
+        ..RequestLine::default()
+    };
+    let span = tracing::info_span!(
+        "request",
+        request_id = %line.request_id,
+        frontend = "soap",
+        peer = %line.peer,
+        user = tracing::field::Empty,
+        operation = tracing::field::Empty,
+    );
+    let rows = Arc::new(AtomicU64::new(0));
+    let response =
+        crate::logging::with_rows(rows.clone(), handle_soap(st, req, &mut line)).instrument(span.clone()).await;
+    line.code = response.extensions().get::<OutcomeCode>().map_or(0, |c| c.0);
+    let done = LogOnDrop { line, rows, started, span };
+    if response.body().size_hint().exact().is_some() {
+        // A complete body: the request is over.
+        drop(done);
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    // The guard travels with the body: dropped when the last chunk went out or the client left.
+    let body = Body::from_stream(body.into_data_stream().map(move |chunk| {
+        let _ = &done;
+        chunk
+    }));
+    Response::from_parts(parts, body)
+}
+
+/// Writes a request's log line when dropped.
+struct LogOnDrop {
+    line: RequestLine,
+    rows: Arc<AtomicU64>,
+    started: Instant,
+    span: tracing::Span,
+}
+
+impl Drop for LogOnDrop {
+    fn drop(&mut self) {
+        self.line.rows = self.rows.load(std::sync::atomic::Ordering::Relaxed);
+        self.line.duration = self.started.elapsed();
+        self.span.in_scope(|| self.line.emit());
+    }
+}
+
+async fn handle_soap(st: Arc<SoapState>, req: Request, line: &mut RequestLine) -> Response {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
     let conn = parts.extensions.get::<ConnectInfo<crate::auth::Peer>>().map(|c| &c.0);
@@ -256,6 +324,8 @@ async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
     };
     let authed = Instant::now();
     st.shared.metrics.stage(Frontend::Soap, Stage::Auth, authed - started);
+    line.user = session.principal.user.clone();
+    tracing::Span::current().record("user", line.user.as_str());
     if let Some(ct) = content_type.as_deref()
         && SoapVersion::from_content_type(ct).is_none()
     {
@@ -287,9 +357,13 @@ async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
     let parsed_at = Instant::now();
     st.shared.metrics.stage(Frontend::Soap, Stage::Parse, parsed_at - authed);
     let op = parsed.request.operation();
+    line.command = op.name().to_string();
+    tracing::Span::current().record("operation", op.name());
     tracing::debug!(user = %session.principal.user, %op, "SOAP request");
-    let result =
-        dispatch::dispatch(st.shared.catalogue.clone(), &st.shared.config, session, version, parsed.request).await;
+    let catalogue = tracing::debug_span!("catalogue", op = op.name());
+    let result = dispatch::dispatch(st.shared.catalogue.clone(), &st.shared.config, session, version, parsed.request)
+        .instrument(catalogue)
+        .await;
     st.shared.metrics.stage(Frontend::Soap, Stage::Execute, parsed_at.elapsed());
     st.shared.metrics.request(Frontend::Soap, op.name(), started.elapsed(), result.is_ok());
     match result {

@@ -9,7 +9,6 @@
 pub mod limiter;
 pub mod sessions;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -20,7 +19,8 @@ use ardacat_soap::{DdsCache, DdsConfig};
 use crate::Cat;
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::tls::TlsSetup;
+use crate::metrics::expo::Sample;
+use crate::tls::{TlsSetup, TlsSlot};
 pub use limiter::LoginLimiter;
 use sessions::SessionRegistry;
 
@@ -45,8 +45,9 @@ pub struct Shared {
     pub stats: Stats,
     pub login_limiter: LoginLimiter,
     pub metrics: Metrics,
-    /// Certificates and acceptors when TLS is configured (`ssl` on TCP, HTTPS on HTTP).
-    pub tls: Option<Arc<TlsSetup>>,
+    /// Certificates and acceptors when TLS is configured (`ssl` on TCP, HTTPS on HTTP);
+    /// replaced on reload (`crate::reload`).
+    pub tls: Option<Arc<TlsSlot>>,
     /// SOAP differential deserializer (None when `soap_dds` is off).
     pub dds: Option<DdsCache>,
 }
@@ -62,41 +63,68 @@ impl Shared {
             metrics: Metrics::default(),
             dds: new_dds(&config),
             config,
-            tls,
+            tls: tls.map(|t| Arc::new(TlsSlot::new(t))),
         }
     }
 
-    /// Every counter and gauge of this process, by name (without the `ardacat_` prefix
-    /// `/metrics` adds): TCP connections, commands and sessions, the database pool, and the
-    /// SOAP DDS counters (none when DDS is off). `stats` and `/metrics` both print this.
-    pub fn counters(&self) -> Vec<(Cow<'static, str>, u64)> {
+    /// Every counter and gauge of this process (names without the `ardacat_` prefix `/metrics`
+    /// adds; counters end in `_total`, units are in the names, variants are labels): TCP
+    /// connections, commands and sessions, the database pool, and the SOAP DDS counters (none
+    /// when DDS is off). `stats` and `/metrics` both print this.
+    pub fn counters(&self) -> Vec<Sample> {
         let s = &self.stats;
         let pool = self.catalogue.store().db().pool_stats();
-        let mut out: Vec<(Cow<'static, str>, u64)> = vec![
-            ("tcp_connections_open".into(), s.connections_open.load(Ordering::Relaxed)),
-            ("tcp_connections_total".into(), s.connections_total.load(Ordering::Relaxed)),
-            ("tcp_commands_total".into(), s.commands.load(Ordering::Relaxed)),
-            ("tcp_errors_total".into(), s.errors.load(Ordering::Relaxed)),
-            ("tcp_sessions".into(), self.sessions.len() as u64),
-            ("db_pool_size".into(), pool.size as u64),
-            ("db_pool_idle".into(), pool.idle as u64),
-            ("db_pool_in_use".into(), pool.in_use as u64),
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut out = vec![
+            Sample::gauge("tcp_connections_open", "TCP connections open now.", load(&s.connections_open)),
+            Sample::counter("tcp_connections_total", "TCP connections accepted.", load(&s.connections_total)),
+            Sample::counter("tcp_commands_total", "TCP command lines received.", load(&s.commands)),
+            Sample::counter("tcp_errors_total", "TCP commands answered with an error.", load(&s.errors)),
+            Sample::gauge("tcp_sessions", "Resumable TCP sessions held.", self.sessions.len() as u64),
+            Sample::gauge("db_pool_size", "Database connections the pool may open.", pool.size as u64),
+            Sample::gauge("db_pool_connections", "Database connections open, by state.", pool.idle as u64)
+                .label("state", "idle"),
+            Sample::gauge("db_pool_connections", "Database connections open, by state.", pool.in_use as u64)
+                .label("state", "in_use"),
         ];
         if let Some(dds) = &self.dds {
             let d = dds.stats();
             out.extend([
-                ("soap_dds_hits".into(), d.hits),
-                ("soap_dds_loop_hits".into(), d.loop_hits),
-                ("soap_dds_misses".into(), d.misses),
-                ("soap_dds_bypassed".into(), d.bypassed),
-                ("soap_dds_bytes_skipped".into(), d.bytes_skipped),
-                ("soap_dds_templates".into(), d.templates as u64),
-                ("soap_dds_template_bytes".into(), d.template_bytes as u64),
-                ("soap_dds_shadow_checks".into(), d.shadow_checks),
-                ("soap_dds_shadow_mismatches".into(), d.shadow_mismatches),
+                Sample::counter("soap_dds_hits_total", "SOAP requests answered from a DDS template.", d.hits),
+                Sample::counter(
+                    "soap_dds_loop_hits_total",
+                    "SOAP requests answered from a DDS template with a repeated section.",
+                    d.loop_hits,
+                ),
+                Sample::counter("soap_dds_misses_total", "SOAP requests DDS declined (the full parser ran).", d.misses),
+                Sample::counter("soap_dds_bypassed_total", "SOAP requests that did not try DDS.", d.bypassed),
+                Sample::counter(
+                    "soap_dds_skipped_bytes_total",
+                    "Request bytes DDS matched without parsing.",
+                    d.bytes_skipped,
+                ),
+                Sample::gauge("soap_dds_templates", "DDS templates held.", d.templates as u64),
+                Sample::gauge(
+                    "soap_dds_template_bytes",
+                    "Memory held by DDS templates in bytes.",
+                    d.template_bytes as u64,
+                ),
+                Sample::counter(
+                    "soap_dds_shadow_checks_total",
+                    "DDS answers checked against the full parser.",
+                    d.shadow_checks,
+                ),
+                Sample::counter(
+                    "soap_dds_shadow_mismatches_total",
+                    "DDS answers that differed from the full parser.",
+                    d.shadow_mismatches,
+                ),
             ]);
             for (reason, n) in d.declines {
-                out.push((format!("soap_dds_declines_{}", format!("{reason:?}").to_lowercase()).into(), n));
+                out.push(
+                    Sample::counter("soap_dds_declines_total", "DDS declines, by reason.", n)
+                        .label("reason", format!("{reason:?}").to_lowercase()),
+                );
             }
         }
         out

@@ -17,6 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant as Deadline;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::ConnState;
 use super::command::{self, Command, Ctx, Outcome};
@@ -127,10 +128,14 @@ pub(super) async fn command_loop<R, W>(
         shared.stats.commands.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         let op = if sql::is_statement(&line) { "sql" } else { command::label(first_word(&line)) };
+        // The request span: every event of this command (catalogue, store) carries its id.
+        let request_id = crate::logging::next_id();
+        let user = state.session.principal.user.clone();
+        let span = tracing::info_span!("request", request_id = %request_id, frontend = "tcp", user = %user, %peer, command = op);
         let mut reply = Reply::new(&mut writer, state.escape);
         let mut cancelled = false;
         let result = {
-            let exec = run_line(&shared, &mut state, &line, &mut reply);
+            let exec = run_line(&shared, &mut state, &line, &mut reply).instrument(span.clone());
             tokio::pin!(exec);
             loop {
                 tokio::select! {
@@ -171,6 +176,16 @@ pub(super) async fn command_loop<R, W>(
             );
         }
         let ok = result.is_ok();
+        let mut log = crate::logging::RequestLine {
+            request_id,
+            frontend: "tcp",
+            user,
+            peer: peer.to_string(),
+            command: op.to_string(),
+            code: result.as_ref().err().map_or(0, |e| i64::from(e.code())),
+            rows: reply.rows(),
+            duration: Duration::ZERO,
+        };
         let sent = match result {
             Ok(Outcome::Done) => reply.finish(state.token()).await,
             Ok(Outcome::Silent) => Ok(()),
@@ -191,6 +206,8 @@ pub(super) async fn command_loop<R, W>(
         };
         shared.metrics.stage(Frontend::Tcp, Stage::Write, executed.elapsed());
         shared.metrics.request(Frontend::Tcp, op, started.elapsed(), ok);
+        log.duration = started.elapsed();
+        span.in_scope(|| log.emit());
         if sent.is_err() {
             break;
         }
@@ -244,7 +261,8 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
         u.fail(Error::IllegalCommand("only put, commit or abort inside an upload".into()));
         return Ok(Outcome::Silent);
     }
-    command::run(cmd.cmd, Ctx { shared, st, reply }).await
+    let catalogue = tracing::debug_span!("catalogue", op = cmd.spec.name);
+    command::run(cmd.cmd, Ctx { shared, st, reply }).instrument(catalogue).await
 }
 
 /// A native SQL statement: `SELECT` answers one header line per column, then one line per

@@ -82,7 +82,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, shu
             tracing::debug!(%peer, "client sent data between its options and the TLS handshake");
             return;
         }
-        let stream = match tokio::time::timeout_at(deadline, tls.tcp.accept(parts.io)).await {
+        let stream = match tokio::time::timeout_at(deadline, tls.get().tcp.accept(parts.io)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
                 tracing::info!(%peer, error = %e, "TLS handshake failed");

@@ -16,6 +16,8 @@ pub struct Reply<'a, W> {
     status_sent: bool,
     /// Set when the socket failed: the connection is over.
     pub broken: bool,
+    /// Data lines sent (the request log's `rows`).
+    rows: u64,
 }
 
 fn unsendable() -> Error {
@@ -30,7 +32,7 @@ fn io_err(e: impl std::fmt::Display) -> Error {
 
 impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
     pub fn new(out: &'a mut Writer<W>, escape: bool) -> Self {
-        Reply { out, escape, status_sent: false, broken: false }
+        Reply { out, escape, status_sent: false, broken: false, rows: 0 }
     }
 
     async fn feed(&mut self, piece: ReplyPiece<'_>) -> Result<(), Error> {
@@ -49,9 +51,15 @@ impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
         Ok(())
     }
 
+    /// Data lines sent so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
     /// One data line holding one value.
     pub async fn value(&mut self, v: Option<&str>) -> Result<(), Error> {
         self.ok().await?;
+        self.rows += 1;
         let text = encode_value(v, self.escape).map_err(|_| unsendable())?;
         self.feed(ReplyPiece::Data(text)).await
     }
@@ -82,7 +90,10 @@ impl<W: AsyncWrite + Unpin + Send> RowSink for Reply<'_, W> {
     async fn row(&mut self, row: Vec<Option<String>>) -> Result<(), Error> {
         self.ok().await?;
         match self.out.feed(ReplyPiece::Values { values: &row, escape: self.escape }).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.rows += 1;
+                Ok(())
+            }
             // Nothing of the row was written; the reply can still end with CAN.
             Err(ProtoError::UnframeableLine { .. }) => Err(unsendable()),
             Err(e) => {

@@ -9,6 +9,7 @@ pub mod error;
 pub mod exec;
 
 pub use error::StoreError;
+pub use exec::health::{Health, expected_schema_version};
 pub use exec::migrate::Migration;
 pub use exec::{Backend, Conn, Db, DbOptions, PoolStats};
 

@@ -163,8 +163,8 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
             reply.value(Some(&groups.join(","))).await?
         }
         Cmd::Stats => {
-            for (k, v) in shared.counters() {
-                reply.value(Some(&format!("{k} {v}"))).await?;
+            for c in shared.counters() {
+                reply.value(Some(&format!("{} {}", c.key(), c.value))).await?;
             }
             for (k, v) in shared.metrics.summary() {
                 reply.value(Some(&format!("{k} {v}"))).await?;

@@ -30,6 +30,7 @@
 //!   receiver stops the query promptly (see the backend modules for what happens to the
 //!   connection).
 
+pub mod health;
 pub mod migrate;
 mod postgres;
 mod sqlite;
