@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::perm::{Guard, Mode, Principal};
 use crate::store::{CollectionInfo, Store, StoreConn};
 
-pub use entries::{QueryPage, SelectSpec};
+pub use entries::{NamedValues, QueryPage, SelectSpec};
 pub use indexes::{IndexInfo, MAX_INDEX_COLUMNS};
 
 /// Defaults and limits of the service.

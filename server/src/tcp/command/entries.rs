@@ -10,9 +10,9 @@ use super::{CommandSpec, Ctx, Outcome};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
-    Addentry { path: String, pairs: Vec<(String, String)> },
+    Addentry { path: String, pairs: Vec<(String, Option<String>)> },
     Addentries(Vec<String>),
-    Setattr { pattern: String, pairs: Vec<(String, String)> },
+    Setattr { pattern: String, pairs: Vec<(String, Option<String>)> },
     Getattr { pattern: String, attrs: Vec<String> },
     Clearattr { pattern: String, attrs: Vec<String> },
     Rm { pattern: String, condition: Option<String> },
@@ -32,8 +32,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [path, rest @ ..] => {
-                let pairs = c.pairs(rest, "<path> [<attr> <value>]...")?;
+            [path, ..] => {
+                let pairs = c.value_pairs(a, 1, "<path> [<attr> <value>]...")?;
                 Ok(Cmd::Addentry { path: path.clone(), pairs }.into())
             }
             [] => Err(c.wrong()),
@@ -54,8 +54,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [pattern, rest @ ..] if rest.len() >= 2 => {
-                let pairs = c.pairs(rest, "<pattern> <attr> <value> ...")?;
+            [pattern, _, _, ..] => {
+                let pairs = c.value_pairs(a, 1, "<pattern> <attr> <value> ...")?;
                 Ok(Cmd::Setattr { pattern: pattern.clone(), pairs }.into())
             }
             _ => Err(c.wrong()),
@@ -107,7 +107,8 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
     match cmd {
         Cmd::Addentry { path, pairs } => cat.addentry(s, &path, &pairs).await?,
         Cmd::Addentries(paths) => cat.addentries(s, &paths).await.map(|_| ())?,
-        Cmd::Setattr { pattern, pairs } => cat.setattr(s, &pattern, &pairs).await.map(|_| ())?,
+        // A NULL value (`\N`) clears, in the same unit as the values set.
+        Cmd::Setattr { pattern, pairs } => cat.set_attributes(s, &pattern, None, pairs).await.map(|_| ())?,
         Cmd::Getattr { pattern, attrs } => cat.getattr(s, &pattern, &attrs, cx.reply).await.map(|_| ())?,
         Cmd::Clearattr { pattern, attrs } => cat.clearattr(s, &pattern, &attrs).await.map(|_| ())?,
         Cmd::Rm { pattern, condition } => cat.rm(s, &pattern, condition.as_deref()).await.map(|_| ())?,
