@@ -28,6 +28,8 @@ pub struct Peer {
 pub enum Via {
     Tcp,
     Soap,
+    /// The web interface (`crate::ui`).
+    Web,
 }
 
 /// What the caller presented.

@@ -162,7 +162,10 @@ pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
     if shared.config.metrics_bind.is_none() {
         r = r.route("/metrics", get(metrics));
     }
-    r.with_state(shared.clone()).merge(crate::health::router(shared.clone())).merge(crate::soap::router(shared, bound))
+    r.with_state(shared.clone())
+        .merge(crate::health::router(shared.clone()))
+        .merge(crate::soap::router(shared.clone(), bound))
+        .merge(crate::ui::router(shared))
 }
 
 /// The routes of the metrics listener (`metrics_bind`): `/metrics`, `/healthz`, `/readyz`.

@@ -23,6 +23,7 @@ pub mod soap;
 pub mod state;
 pub mod tcp;
 pub mod tls;
+pub mod ui;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

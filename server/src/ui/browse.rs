@@ -1,0 +1,988 @@
+//! The read pages of the web interface: a collection (breadcrumbs, sub-collections with entry
+//! counts, schema, owner/group/mode, ACLs, the entries table with keyset paging over the
+//! catalogue's cursor tokens, sorting, page size, the query field `q`), an entry (its values and
+//! edit forms), and CSV / JSON export streamed from the query. It translates only: every
+//! permission is the catalogue's (hidden collections are those `stat` refuses; hidden entries
+//! never leave the store), and it must not build SQL.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ardacat_core::service::SelectSpec;
+use ardacat_core::{Error, Result, RowSink, path};
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::Response;
+use bytes::Bytes;
+use futures::SinkExt;
+
+use super::html::{browse_href, csrf_field, error_box, esc, url};
+use super::{Ctx, UiState, ctx, error_page, html_response};
+
+/// Page sizes offered; any size from 1 to [`MAX_PAGE`] is accepted.
+const PAGE_SIZES: [usize; 5] = [10, 25, 50, 100, 500];
+const DEFAULT_PAGE: usize = 50;
+const MAX_PAGE: usize = 1000;
+/// Sub-collections listed on a collection page (each costs a permission check and a count).
+const MAX_CHILDREN: usize = 200;
+/// Export chunks: rows are gathered up to this many bytes before they are sent; at most
+/// [`EXPORT_CHUNKS`] chunks wait for the client, so memory stays flat for any row count.
+const EXPORT_CHUNK_BYTES: usize = 32 * 1024;
+const EXPORT_CHUNKS: usize = 8;
+
+fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// What a collection page or an export was asked for.
+struct View {
+    q: String,
+    sort: Option<String>,
+    desc: bool,
+    size: usize,
+    /// A continuation token (query language), or a page number (native SQL).
+    after: Option<String>,
+    page: usize,
+}
+
+impl View {
+    fn from(p: &HashMap<String, String>) -> View {
+        let size = p.get("size").and_then(|s| s.parse::<usize>().ok()).unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+        View {
+            q: p.get("q").map(|s| s.trim().to_string()).unwrap_or_default(),
+            sort: p.get("sort").filter(|s| !s.is_empty()).cloned(),
+            desc: p.get("dir").is_some_and(|d| d == "desc"),
+            size,
+            after: p.get("after").filter(|s| !s.is_empty()).cloned(),
+            page: p.get("page").and_then(|s| s.parse().ok()).unwrap_or(0),
+        }
+    }
+
+    /// The query string of this view with some fields replaced (for links).
+    fn link(&self, sort: Option<(&str, bool)>, after: Option<&str>, page: Option<usize>) -> String {
+        let mut out = format!("?q={}&size={}", url(&self.q), self.size);
+        let sort = sort.or(self.sort.as_deref().map(|s| (s, self.desc)));
+        if let Some((s, desc)) = sort {
+            let _ = write!(out, "&sort={}&dir={}", url(s), if desc { "desc" } else { "asc" });
+        }
+        if let Some(a) = after {
+            let _ = write!(out, "&after={}", url(a));
+        }
+        if let Some(p) = page {
+            let _ = write!(out, "&page={p}");
+        }
+        out
+    }
+}
+
+/// Is `q` a native SQL statement (rather than a query-language condition)?
+fn is_sql(q: &str) -> bool {
+    let first = q.split_whitespace().next().unwrap_or("");
+    ["select", "insert", "update", "delete"].iter().any(|k| first.eq_ignore_ascii_case(k))
+}
+
+/// Can the query language name this collection (`/a/b:attr`)? Its lexer takes paths of
+/// `[A-Za-z0-9_.-/]` only; other collections are listed without query and sorting.
+fn queryable(path: &str) -> bool {
+    path.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))
+}
+
+// ------------------------------------------------------------------------------------------
+// Pages
+
+pub(super) async fn browse_root(
+    State(st): State<Arc<UiState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(p): Query<HashMap<String, String>>,
+) -> Response {
+    show(st, headers, uri, String::new(), p).await
+}
+
+pub(super) async fn browse(
+    State(st): State<Arc<UiState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(target): Path<String>,
+    Query(p): Query<HashMap<String, String>>,
+) -> Response {
+    show(st, headers, uri, target, p).await
+}
+
+async fn show(st: Arc<UiState>, headers: HeaderMap, uri: Uri, target: String, p: HashMap<String, String>) -> Response {
+    let mut ctx = match ctx(&st, &headers, &uri).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let abs = match path::absolute("/", &format!("/{target}")) {
+        Ok(a) => a,
+        Err(e) => return error_page(&ctx, &e, "/ui/browse/"),
+    };
+    let cat = st.shared.catalogue.clone();
+    let stat = match cat.stat(&mut ctx.s, &abs).await {
+        Ok(rows) => rows,
+        Err(e) => return error_page(&ctx, &e, &parent_href(&abs)),
+    };
+    let Some(row) = stat.into_iter().find(|r| r.first().and_then(|v| v.as_deref()) == Some(abs.as_str())) else {
+        return error_page(&ctx, &Error::NotFound(abs.clone()), &parent_href(&abs));
+    };
+    let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+    let props = Props { owner: text(2), group: text(3), mode: text(4) };
+    let result = if text(1) == "collection" {
+        collection_page(&st, &mut ctx, &abs, &props, View::from(&p)).await
+    } else {
+        entry_page(&st, &mut ctx, &abs, &props).await
+    };
+    match result {
+        Ok(body) => html_response(StatusCode::OK, ctx.page(&abs, &body)),
+        Err(e) => error_page(&ctx, &e, &parent_href(&abs)),
+    }
+}
+
+struct Props {
+    owner: String,
+    group: String,
+    mode: String,
+}
+
+fn parent_href(abs: &str) -> String {
+    browse_href(path::split(abs).map(|(p, _)| p).unwrap_or("/"))
+}
+
+/// `/ a / b` with a link on every ancestor.
+fn breadcrumbs(abs: &str) -> String {
+    let mut out =
+        String::from("<nav aria-label=\"breadcrumb\" class=\"crumbs\"><ol><li><a href=\"/ui/browse/\">/</a></li>");
+    let mut at = String::new();
+    let parts: Vec<&str> = abs.split('/').filter(|s| !s.is_empty()).collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push('/');
+        at.push_str(part);
+        if i + 1 == parts.len() {
+            let _ = write!(out, "<li aria-current=\"page\">{}</li>", esc(part));
+        } else {
+            let _ = write!(out, "<li><a href=\"{}\">{}</a></li>", esc(&browse_href(&at)), esc(part));
+        }
+    }
+    out.push_str("</ol></nav>");
+    out
+}
+
+/// A POST form to `/ui/do` with the CSRF field, `op`, `path` and a return address.
+fn action_form(ctx: &Ctx, op: &str, target: &str, back: &str, fields: &str, button: &str) -> String {
+    format!(
+        "<form method=\"post\" action=\"/ui/do\" class=\"action\">{}<input type=\"hidden\" name=\"op\" value=\"{op}\">\
+         <input type=\"hidden\" name=\"path\" value=\"{}\"><input type=\"hidden\" name=\"back\" value=\"{}\">{fields}\
+         <button type=\"submit\">{button}</button></form>",
+        csrf_field(&ctx.web.csrf),
+        esc(target),
+        esc(back)
+    )
+}
+
+fn props_section(ctx: &Ctx, abs: &str, props: &Props, acl: &Result<Vec<(String, String)>>, back: &str) -> String {
+    let mut out = format!(
+        "<section aria-labelledby=\"h-props\"><h2 id=\"h-props\">Owner and permissions</h2><dl class=\"props\">\
+         <dt>Owner</dt><dd id=\"owner\">{}</dd><dt>Group</dt><dd id=\"group\">{}</dd><dt>Mode</dt><dd id=\"mode\"><code>{}</code></dd></dl>",
+        esc(&props.owner),
+        esc(&props.group),
+        esc(&props.mode)
+    );
+    out.push_str("<h3>ACL</h3>");
+    match acl {
+        Ok(rows) if rows.is_empty() => out.push_str("<p>No ACL entries.</p>"),
+        Ok(rows) => {
+            out.push_str("<table class=\"acl\"><thead><tr><th scope=\"col\">Principal</th><th scope=\"col\">Rights</th><th scope=\"col\"></th></tr></thead><tbody>");
+            for (who, rights) in rows {
+                let remove = action_form(
+                    ctx,
+                    "acl_remove",
+                    abs,
+                    back,
+                    &format!("<input type=\"hidden\" name=\"principal\" value=\"{}\">", esc(who)),
+                    "Remove",
+                );
+                let _ =
+                    write!(out, "<tr><td>{}</td><td><code>{}</code></td><td>{remove}</td></tr>", esc(who), esc(rights));
+            }
+            out.push_str("</tbody></table>");
+        }
+        Err(e) => out.push_str(&error_box(&e.public_message(), None)),
+    }
+    out.push_str(&action_form(
+        ctx,
+        "chmod",
+        abs,
+        back,
+        &format!("<label>Mode <input name=\"mode\" value=\"{}\" size=\"9\" required></label>", esc(&props.mode)),
+        "Change mode",
+    ));
+    out.push_str(&action_form(
+        ctx,
+        "acl_add",
+        abs,
+        back,
+        "<label>User or <code>group:name</code> <input name=\"principal\" required></label>\
+         <label>Rights <input name=\"rights\" value=\"r\" size=\"3\" required></label>",
+        "Add ACL entry",
+    ));
+    out.push_str("</section>");
+    out
+}
+
+async fn collection_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &Props, view: View) -> Result<String> {
+    let cat = st.shared.catalogue.clone();
+    let here = browse_href(abs);
+    let mut body = format!("<h1>{}</h1>", breadcrumbs(abs));
+
+    // Sub-collections: only those the caller may read (stat refuses the others).
+    let children = cat.list_collections(&mut ctx.s, abs).await?;
+    body.push_str("<section aria-labelledby=\"h-colls\"><h2 id=\"h-colls\">Collections</h2>");
+    let mut rows = String::new();
+    for child in children.iter().take(MAX_CHILDREN) {
+        let Ok(st) = cat.stat(&mut ctx.s, child).await else { continue };
+        let Some(r) = st.first() else { continue };
+        let get = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
+        let count = if queryable(child) {
+            let mut out: Vec<Vec<Option<String>>> = Vec::new();
+            match cat.sql(&mut ctx.s, &format!("SELECT COUNT(*) FROM {child}"), &mut out).await {
+                Ok(_) => out.get(1).and_then(|r| r.first().cloned().flatten()).unwrap_or_else(|| "0".into()),
+                Err(_) => "–".into(),
+            }
+        } else {
+            "–".into()
+        };
+        let name = path::split(child).map(|(_, n)| n).unwrap_or(child);
+        let _ = write!(
+            rows,
+            "<tr><td><a href=\"{}\">{}</a></td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            esc(&browse_href(child)),
+            esc(name),
+            esc(&count),
+            esc(&get(2)),
+            esc(&get(3)),
+            esc(&get(4))
+        );
+    }
+    if rows.is_empty() {
+        body.push_str("<p>No sub-collections.</p>");
+    } else {
+        let _ = write!(
+            body,
+            "<div class=\"scroll\"><table class=\"collections\"><thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Entries</th>\
+             <th scope=\"col\">Owner</th><th scope=\"col\">Group</th><th scope=\"col\">Mode</th></tr></thead><tbody>{rows}</tbody></table></div>"
+        );
+        if children.len() > MAX_CHILDREN {
+            let _ = write!(body, "<p>The first {MAX_CHILDREN} of {} are listed.</p>", children.len());
+        }
+    }
+    body.push_str(&action_form(
+        ctx,
+        "createdir",
+        abs,
+        &here,
+        "<label>New collection <input name=\"name\" required></label>\
+         <label><input type=\"checkbox\" name=\"plain\" value=\"1\"> without the attributes of this one</label>",
+        "Create collection",
+    ));
+    body.push_str("</section>");
+
+    // Schema.
+    let attrs = cat.listattr(&mut ctx.s, abs).await?;
+    body.push_str("<section aria-labelledby=\"h-schema\"><h2 id=\"h-schema\">Schema</h2>");
+    if attrs.is_empty() {
+        body.push_str("<p>No attributes.</p>");
+    } else {
+        body.push_str("<table class=\"schema\"><thead><tr><th scope=\"col\">Attribute</th><th scope=\"col\">Type</th><th scope=\"col\">Indexed</th><th scope=\"col\"></th></tr></thead><tbody>");
+        for a in &attrs {
+            let remove = action_form(
+                ctx,
+                "removeattr",
+                abs,
+                &here,
+                &format!("<input type=\"hidden\" name=\"name\" value=\"{}\">", esc(&a.name)),
+                "Remove",
+            );
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{remove}</td></tr>",
+                esc(&a.name),
+                esc(&a.attr_type.to_string()),
+                if a.indexed { "yes" } else { "no" }
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    match cat.index_list(&mut ctx.s, abs).await {
+        Ok(ix) if !ix.is_empty() => {
+            body.push_str("<h3>Indexes</h3><ul class=\"indexes\">");
+            for i in ix {
+                let _ = write!(body, "<li>{} ({})</li>", esc(&i.name), esc(&i.columns.join(", ")));
+            }
+            body.push_str("</ul>");
+        }
+        Ok(_) => {}
+        Err(e) => body.push_str(&error_box(&e.public_message(), None)),
+    }
+    body.push_str(&action_form(
+        ctx,
+        "addattr",
+        abs,
+        &here,
+        "<label>New attribute <input name=\"name\" required></label>\
+         <label>Type <select name=\"type\"><option>int</option><option>float</option><option selected>varchar(255)</option>\
+         <option>text</option><option>timestamp</option><option>bool</option></select></label>\
+         <label><input type=\"checkbox\" name=\"indexed\" value=\"1\"> indexed</label>",
+        "Add attribute",
+    ));
+    body.push_str("</section>");
+
+    let acl = cat.acl_show(&mut ctx.s, abs).await;
+    body.push_str(&props_section(ctx, abs, props, &acl, &here));
+
+    // Entries: query form, table, paging.
+    body.push_str("<section aria-labelledby=\"h-entries\"><h2 id=\"h-entries\">Entries</h2>");
+    let _ = write!(
+        body,
+        "<form method=\"get\" action=\"{}\" class=\"query\" role=\"search\">\
+         <label for=\"q\">Query (condition, or a SQL <code>SELECT</code>)</label>\
+         <input id=\"q\" name=\"q\" value=\"{}\" placeholder=\"size &gt; 10 and name like &quot;a%&quot;\">",
+        esc(&here),
+        esc(&view.q)
+    );
+    if let Some(s) = &view.sort {
+        let _ = write!(
+            body,
+            "<input type=\"hidden\" name=\"sort\" value=\"{}\"><input type=\"hidden\" name=\"dir\" value=\"{}\">",
+            esc(s),
+            if view.desc { "desc" } else { "asc" }
+        );
+    }
+    body.push_str("<label>Page size <select name=\"size\" class=\"autosubmit\">");
+    for n in PAGE_SIZES {
+        let _ = write!(body, "<option{}>{n}</option>", if n == view.size { " selected" } else { "" });
+    }
+    body.push_str("</select></label><button type=\"submit\">Run</button></form>");
+    let export = browse_href(abs).replacen("/ui/browse", "/ui/export", 1);
+    let plain = view.link(None, None, None);
+    let _ = write!(
+        body,
+        "<p class=\"export\">Export: <a href=\"{}\" id=\"export-csv\">CSV</a> · <a href=\"{}\" id=\"export-json\">JSON</a></p>",
+        esc(&format!("{export}{plain}&format=csv")),
+        esc(&format!("{export}{plain}&format=json"))
+    );
+
+    let table = if is_sql(&view.q) {
+        sql_table(st, ctx, abs, &view).await
+    } else if queryable(abs) {
+        query_table(st, ctx, abs, &attrs, &view).await
+    } else if view.q.is_empty() {
+        plain_table(st, ctx, abs, &attrs, &view).await
+    } else {
+        Err(Error::IllegalQuery(
+            "this collection's path cannot be named in the query language; use a SQL SELECT".into(),
+        ))
+    };
+    match table {
+        Ok(t) => body.push_str(&t),
+        Err(e @ (Error::IllegalQuery(_) | Error::NoSuchAttribute(_) | Error::InvalidValue(_) | Error::Overflow(_))) => {
+            body.push_str(&error_box(&e.public_message(), Some(&view.q)))
+        }
+        Err(e) => return Err(e),
+    }
+    body.push_str(&action_form(
+        ctx,
+        "addentry",
+        abs,
+        &here,
+        "<label>New entry <input name=\"name\" required></label>",
+        "Add entry",
+    ));
+    body.push_str("</section>");
+    if abs != "/" {
+        body.push_str(&action_form(ctx, "rmdir", abs, &parent_href(abs), "", "Remove this collection"));
+    }
+    Ok(body)
+}
+
+/// The entries table: a header row (sort links on query-language tables), one `<tr>` per row;
+/// the first column links to the entry when `entry_dir` is set.
+fn render_table(
+    columns: &[String],
+    rows: &[Vec<Option<String>>],
+    entry_dir: Option<&str>,
+    sort: Option<&View>,
+) -> String {
+    let mut out = String::from("<div class=\"scroll\"><table class=\"entries\" id=\"entries\"><thead><tr>");
+    for c in columns {
+        match sort {
+            Some(v) => {
+                let current = v.sort.as_deref() == Some(c.as_str());
+                let next_desc = current && !v.desc;
+                let aria = match (current, v.desc) {
+                    (true, false) => " aria-sort=\"ascending\"",
+                    (true, true) => " aria-sort=\"descending\"",
+                    _ => "",
+                };
+                let arrow = match (current, v.desc) {
+                    (true, false) => " ▲",
+                    (true, true) => " ▼",
+                    _ => "",
+                };
+                let _ = write!(
+                    out,
+                    "<th scope=\"col\"{aria}><a href=\"{}\" class=\"sort\">{}{arrow}</a></th>",
+                    esc(&v.link(Some((c, next_desc)), None, None)),
+                    esc(c)
+                );
+            }
+            None => {
+                let _ = write!(out, "<th scope=\"col\">{}</th>", esc(c));
+            }
+        }
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        out.push_str("<tr>");
+        for (i, v) in r.iter().enumerate() {
+            match (i, v, entry_dir) {
+                (0, Some(name), Some(dir)) => {
+                    let _ = write!(
+                        out,
+                        "<td><a href=\"{}\">{}</a></td>",
+                        esc(&browse_href(&path::join(dir, name))),
+                        esc(name)
+                    );
+                }
+                (_, Some(v), _) => {
+                    let _ = write!(out, "<td>{}</td>", esc(v));
+                }
+                (_, None, _) => out.push_str("<td class=\"null\">NULL</td>"),
+            }
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>");
+    if rows.is_empty() {
+        out.push_str("<p class=\"empty\">No entries.</p>");
+    }
+    out
+}
+
+/// The query spec of a collection's entries table: `FILE` and every attribute, the user's
+/// condition, the chosen sort column (then the catalogue's total order).
+fn entries_spec(abs: &str, attrs: &[ardacat_core::store::AttrDef], view: &View) -> SelectSpec {
+    let mut select = vec![format!("{abs}:FILE")];
+    select.extend(attrs.iter().map(|a| format!("{abs}:{}", a.name)));
+    let known = |c: &str| c == "FILE" || attrs.iter().any(|a| a.name == c);
+    let order_by = view
+        .sort
+        .as_deref()
+        .filter(|c| known(c))
+        .map(|c| format!("{abs}:{c} {}", if view.desc { "desc" } else { "asc" }));
+    SelectSpec { select, condition: view.q.clone(), order_by }
+}
+
+fn column_names(spec: &SelectSpec) -> Vec<String> {
+    spec.select.iter().map(|s| s.rsplit_once(':').map_or(s.as_str(), |(_, a)| a).to_string()).collect()
+}
+
+/// A page of the query-language table: keyset paging with the same signed cursor tokens as
+/// SOAP `query`/`nextQuery`; the `rel="next"` link carries the next token.
+async fn query_table(
+    st: &UiState,
+    ctx: &mut Ctx,
+    abs: &str,
+    attrs: &[ardacat_core::store::AttrDef],
+    view: &View,
+) -> Result<String> {
+    let cat = &st.shared.catalogue;
+    let t = now();
+    ctx.s.cwd = abs.to_string();
+    let (state, after) = match &view.after {
+        Some(token) => {
+            let state = cat.open_token(&ctx.s, token, t, st.shared.config.soap_token_ttl_secs)?;
+            if state.cwd != abs {
+                return Err(Error::IllegalQuery("this page token belongs to another collection".into()));
+            }
+            let after = state.position();
+            (state, after)
+        }
+        None => (cat.new_cursor(&ctx.s, &entries_spec(abs, attrs, view), t), None),
+    };
+    let spec = state.spec();
+    let page = cat.query_page(&mut ctx.s, &spec, after, view.size).await?;
+    let mut out = render_table(&column_names(&spec), &page.rows, Some(abs), Some(view));
+    out.push_str("<nav class=\"pager\" aria-label=\"pages\">");
+    if view.after.is_some() {
+        let _ = write!(out, "<a href=\"{}\" rel=\"first\">First page</a> ", esc(&view.link(None, None, None)));
+    }
+    if let Some(key) = &page.next {
+        let token = cat.issue_token(&cat.continue_state(&state, key, t));
+        let _ = write!(
+            out,
+            "<a href=\"{}\" rel=\"next\" id=\"next\">Next page</a>",
+            esc(&view.link(None, Some(&token), None))
+        );
+    }
+    out.push_str("</nav>");
+    Ok(out)
+}
+
+/// A collection the query language cannot name: its entries in name order, paged by number.
+async fn plain_table(
+    st: &UiState,
+    ctx: &mut Ctx,
+    abs: &str,
+    attrs: &[ardacat_core::store::AttrDef],
+    view: &View,
+) -> Result<String> {
+    let names: Vec<String> = attrs.iter().map(|a| a.name.clone()).collect();
+    let mut sink = PageSink::new(view.page * view.size, view.size, false);
+    let r = st.shared.catalogue.getattr(&mut ctx.s, abs, &names, &mut sink).await;
+    sink.settle(r)?;
+    let mut columns = vec!["FILE".to_string()];
+    columns.extend(names);
+    Ok(render_table(&columns, &sink.rows, Some(abs), None) + &numbered_pager(view, sink.more))
+}
+
+/// A native SQL SELECT: its header row, then the page's rows (paged by number).
+async fn sql_table(st: &UiState, ctx: &mut Ctx, abs: &str, view: &View) -> Result<String> {
+    if !view.q.split_whitespace().next().is_some_and(|w| w.eq_ignore_ascii_case("select")) {
+        return Err(Error::IllegalCommand(
+            "the query field runs SELECT statements; change entries with the forms of this page".into(),
+        ));
+    }
+    ctx.s.cwd = abs.to_string();
+    let mut sink = PageSink::new(view.page * view.size, view.size, true);
+    let r = st.shared.catalogue.sql(&mut ctx.s, &view.q, &mut sink).await;
+    sink.settle(r)?;
+    let header: Vec<String> = sink.header.iter().map(|h| h.clone().unwrap_or_default()).collect();
+    Ok(render_table(&header, &sink.rows, None, None) + &numbered_pager(view, sink.more))
+}
+
+fn numbered_pager(view: &View, more: bool) -> String {
+    let mut out = String::from("<nav class=\"pager\" aria-label=\"pages\">");
+    if view.page > 0 {
+        let _ = write!(
+            out,
+            "<a href=\"{}\" rel=\"prev\">Previous page</a> ",
+            esc(&view.link(None, None, Some(view.page - 1)))
+        );
+    }
+    if more {
+        let _ = write!(
+            out,
+            "<a href=\"{}\" rel=\"next\" id=\"next\">Next page</a>",
+            esc(&view.link(None, None, Some(view.page + 1)))
+        );
+    }
+    out.push_str("</nav>");
+    out
+}
+
+/// Keeps one page of a streamed result: skips `skip` rows, keeps `size`, and stops the query
+/// (the store stops reading) at the row after.
+struct PageSink {
+    skip: usize,
+    size: usize,
+    /// The first row is the column header (native SQL).
+    with_header: bool,
+    header: Vec<Option<String>>,
+    rows: Vec<Vec<Option<String>>>,
+    seen: usize,
+    more: bool,
+}
+
+impl PageSink {
+    fn new(skip: usize, size: usize, with_header: bool) -> Self {
+        PageSink { skip, size, with_header, header: Vec::new(), rows: Vec::new(), seen: 0, more: false }
+    }
+
+    /// The query's result, with this sink's own stop not counted as a failure.
+    fn settle(&self, r: Result<u64>) -> Result<()> {
+        match r {
+            Ok(_) => Ok(()),
+            Err(Error::Cancelled) if self.more => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl RowSink for PageSink {
+    async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
+        if self.with_header {
+            self.with_header = false;
+            self.header = row;
+            return Ok(());
+        }
+        self.seen += 1;
+        if self.seen <= self.skip {
+            return Ok(());
+        }
+        if self.rows.len() == self.size {
+            self.more = true;
+            return Err(Error::Cancelled);
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// An entry
+
+async fn entry_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &Props) -> Result<String> {
+    let cat = st.shared.catalogue.clone();
+    let here = browse_href(abs);
+    let dir = path::split(abs).map(|(d, _)| d).unwrap_or("/").to_string();
+    let attrs = cat.listattr(&mut ctx.s, &dir).await?;
+    let names: Vec<String> = attrs.iter().map(|a| a.name.clone()).collect();
+    let mut rows: Vec<Vec<Option<String>>> = Vec::new();
+    // An exact name: read the one entry (a name with wildcard characters is matched exactly by
+    // comparing the row's name below).
+    cat.getattr(&mut ctx.s, abs, &names, &mut rows).await?;
+    let name = path::split(abs).map(|(_, n)| n).unwrap_or("");
+    let values = rows
+        .into_iter()
+        .find(|r| r.first().and_then(|v| v.as_deref()) == Some(name))
+        .ok_or_else(|| Error::NotFound(abs.to_string()))?;
+    let mut body =
+        format!("<h1>{}</h1><section aria-labelledby=\"h-values\"><h2 id=\"h-values\">Values</h2>", breadcrumbs(abs));
+    body.push_str("<div class=\"scroll\"><table class=\"values\" id=\"values\"><thead><tr><th scope=\"col\">Attribute</th><th scope=\"col\">Type</th>\
+                   <th scope=\"col\">Value</th><th scope=\"col\">Set</th><th scope=\"col\">Clear</th></tr></thead><tbody>");
+    for (a, v) in attrs.iter().zip(values.iter().skip(1)) {
+        let shown = match v {
+            Some(v) => esc(v),
+            None => "<span class=\"null\">NULL</span>".into(),
+        };
+        let set = action_form(
+            ctx,
+            "setattr",
+            abs,
+            &here,
+            &format!(
+                "<input type=\"hidden\" name=\"attr\" value=\"{0}\"><label class=\"sr\" for=\"v-{0}\">New value of {0}</label>\
+                 <input id=\"v-{0}\" name=\"value\" value=\"{1}\">",
+                esc(&a.name),
+                esc(v.as_deref().unwrap_or(""))
+            ),
+            "Set",
+        );
+        let clear = action_form(
+            ctx,
+            "clearattr",
+            abs,
+            &here,
+            &format!("<input type=\"hidden\" name=\"attr\" value=\"{}\">", esc(&a.name)),
+            "Clear",
+        );
+        let _ = write!(
+            body,
+            "<tr><th scope=\"row\">{}</th><td><code>{}</code></td><td class=\"value\">{shown}</td><td>{set}</td><td>{clear}</td></tr>",
+            esc(&a.name),
+            esc(&a.attr_type.to_string())
+        );
+    }
+    body.push_str("</tbody></table></div></section>");
+    let acl = cat.acl_show(&mut ctx.s, abs).await;
+    body.push_str(&props_section(ctx, abs, props, &acl, &here));
+    body.push_str(&action_form(ctx, "rm", abs, &browse_href(&dir), "", "Remove this entry"));
+    Ok(body)
+}
+
+// ------------------------------------------------------------------------------------------
+// Export
+
+pub(super) async fn export_root(
+    State(st): State<Arc<UiState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(p): Query<HashMap<String, String>>,
+) -> Response {
+    export_of(st, headers, uri, String::new(), p).await
+}
+
+pub(super) async fn export(
+    State(st): State<Arc<UiState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(target): Path<String>,
+    Query(p): Query<HashMap<String, String>>,
+) -> Response {
+    export_of(st, headers, uri, target, p).await
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Csv,
+    Json,
+}
+
+type ChunkTx = futures::channel::mpsc::Sender<std::result::Result<Bytes, io::Error>>;
+
+/// Formats rows into chunks and sends them to the response body; a full channel stalls the
+/// query (backpressure), a departed client stops it.
+struct ExportSink {
+    format: Format,
+    columns: Vec<String>,
+    /// The first row is the column header (native SQL).
+    header_row: bool,
+    buf: String,
+    rows: u64,
+    tx: ChunkTx,
+    /// Told once: the first chunk is ready, or the query ended (error or not) before it.
+    started: Option<tokio::sync::oneshot::Sender<Result<()>>>,
+}
+
+fn csv_field(out: &mut String, v: &str) {
+    if v.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&v.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(v);
+    }
+}
+
+fn json_string(out: &mut String, v: &str) {
+    out.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            // `<` too, so that the JSON cannot close a script element if pasted into a page.
+            c if (c as u32) < 0x20 || c == '<' || c == '>' || c == '&' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+impl ExportSink {
+    fn header(&mut self) {
+        if self.format == Format::Csv {
+            for (i, c) in self.columns.clone().iter().enumerate() {
+                if i > 0 {
+                    self.buf.push(',');
+                }
+                csv_field(&mut self.buf, c);
+            }
+            self.buf.push_str("\r\n");
+        } else {
+            self.buf.push('[');
+        }
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        if let Some(tx) = self.started.take() {
+            let _ = tx.send(Ok(()));
+        }
+        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        self.tx.send(Ok(chunk)).await.map_err(|_| Error::Cancelled)
+    }
+
+    /// The query ended: close the JSON array and send the rest, or break the body off (an
+    /// error after the first chunk cannot become an error page any more).
+    async fn finish(mut self, r: Result<u64>) {
+        match r {
+            Ok(_) => {
+                if self.rows == 0 && self.buf.is_empty() {
+                    self.header();
+                }
+                if self.format == Format::Json {
+                    self.buf.push_str(if self.rows == 0 { "]\n" } else { "\n]\n" });
+                }
+                let _ = self.flush().await;
+            }
+            Err(e) => match self.started.take() {
+                Some(tx) => {
+                    let _ = tx.send(Err(e));
+                }
+                None => {
+                    tracing::info!(error = %e, "export ended early");
+                    let _ = self.tx.send(Err(io::Error::other(e.public_message()))).await;
+                }
+            },
+        }
+    }
+}
+
+impl RowSink for ExportSink {
+    async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
+        if self.header_row {
+            self.header_row = false;
+            self.columns = row.into_iter().map(Option::unwrap_or_default).collect();
+            self.header();
+            return Ok(());
+        }
+        if self.rows == 0 && self.buf.is_empty() {
+            self.header();
+        }
+        match self.format {
+            Format::Csv => {
+                for (i, v) in row.iter().enumerate() {
+                    if i > 0 {
+                        self.buf.push(',');
+                    }
+                    if let Some(v) = v {
+                        csv_field(&mut self.buf, v);
+                    }
+                }
+                self.buf.push_str("\r\n");
+            }
+            Format::Json => {
+                self.buf.push_str(if self.rows == 0 { "\n{" } else { ",\n{" });
+                for (i, (c, v)) in self.columns.iter().zip(row.iter()).enumerate() {
+                    if i > 0 {
+                        self.buf.push(',');
+                    }
+                    json_string(&mut self.buf, c);
+                    self.buf.push(':');
+                    match v {
+                        Some(v) => json_string(&mut self.buf, v),
+                        None => self.buf.push_str("null"),
+                    }
+                }
+                self.buf.push('}');
+            }
+        }
+        self.rows += 1;
+        if self.buf.len() >= EXPORT_CHUNK_BYTES {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+async fn export_of(
+    st: Arc<UiState>,
+    headers: HeaderMap,
+    uri: Uri,
+    target: String,
+    p: HashMap<String, String>,
+) -> Response {
+    let mut ctx = match ctx(&st, &headers, &uri).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let abs = match path::absolute("/", &format!("/{target}")) {
+        Ok(a) => a,
+        Err(e) => return error_page(&ctx, &e, "/ui/browse/"),
+    };
+    let back = browse_href(&abs);
+    let format = match p.get("format").map(String::as_str) {
+        Some("json") => Format::Json,
+        Some("csv") | None => Format::Csv,
+        Some(other) => {
+            return error_page(
+                &ctx,
+                &Error::IllegalCommand(format!("unknown export format '{other}' (csv or json)")),
+                &back,
+            );
+        }
+    };
+    let view = View::from(&p);
+    let cat = st.shared.catalogue.clone();
+    let sql = is_sql(&view.q);
+    let spec = if sql {
+        if !view.q.split_whitespace().next().is_some_and(|w| w.eq_ignore_ascii_case("select")) {
+            return error_page(&ctx, &Error::IllegalCommand("only a SELECT can be exported".into()), &back);
+        }
+        None
+    } else if queryable(&abs) {
+        let attrs = match cat.listattr(&mut ctx.s, &abs).await {
+            Ok(a) => a,
+            Err(e) => return error_page(&ctx, &e, &back),
+        };
+        Some(entries_spec(&abs, &attrs, &view))
+    } else {
+        return error_page(
+            &ctx,
+            &Error::IllegalQuery(
+                "this collection's path cannot be named in the query language; use a SQL SELECT".into(),
+            ),
+            &back,
+        );
+    };
+    let (tx, rx) = futures::channel::mpsc::channel(EXPORT_CHUNKS);
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let columns = spec.as_ref().map(column_names).unwrap_or_default();
+    let mut sink =
+        ExportSink { format, columns, header_row: sql, buf: String::new(), rows: 0, tx, started: Some(started_tx) };
+    let mut s = std::mem::replace(&mut ctx.s, ardacat_core::Session::new(ctx.web.principal.clone()));
+    s.cwd = abs.clone();
+    let q = view.q.clone();
+    tokio::spawn(async move {
+        let r = match &spec {
+            Some(spec) => cat.selectattr(&mut s, spec, &mut sink).await,
+            None => cat.sql(&mut s, &q, &mut sink).await,
+        };
+        sink.finish(r).await;
+    });
+    match started_rx.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            let mut r = error_page(&ctx, &e, &back);
+            if matches!(e, Error::IllegalQuery(_)) {
+                // Show the statement with the position marked, as on the collection page.
+                let body = format!(
+                    "<h1>Error {}</h1>{}<p><a href=\"{}\">Back</a></p>",
+                    e.code(),
+                    error_box(&e.public_message(), Some(&view.q)),
+                    esc(&back)
+                );
+                r = html_response(super::status_of(&e), ctx.page("Error", &body));
+            }
+            return r;
+        }
+        Err(_) => return error_page(&ctx, &Error::Internal("export task ended".into()), &back),
+    }
+    let (ctype, ext) = match format {
+        Format::Csv => ("text/csv; charset=utf-8", "csv"),
+        Format::Json => ("application/json", "json"),
+    };
+    let name = path::split(&abs).map(|(_, n)| n).filter(|n| !n.is_empty()).unwrap_or("root");
+    let safe: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let mut r = Response::new(Body::from_stream(rx));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{safe}.{ext}\"")) {
+        r.headers_mut().insert(CONTENT_DISPOSITION, v);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_and_json_quoting() {
+        let mut s = String::new();
+        csv_field(&mut s, "a,\"b\"");
+        assert_eq!(s, "\"a,\"\"b\"\"\"");
+        let mut j = String::new();
+        json_string(&mut j, "<a\"\n");
+        assert_eq!(j, "\"\\u003ca\\\"\\n\"");
+    }
+
+    #[test]
+    fn sql_is_told_from_conditions() {
+        assert!(is_sql("SELECT FILE FROM /a"));
+        assert!(is_sql("  select 1"));
+        assert!(!is_sql("size > 5"));
+        assert!(!is_sql(""));
+        assert!(queryable("/a/b_c.d-e") && !queryable("/a b"));
+    }
+}

@@ -1,0 +1,390 @@
+//! The web interface under `/ui/`: server-rendered HTML pages (login, browse and query, export,
+//! edit, admin, status) over the same `Catalogue` calls as the other frontends, so the same
+//! permissions, limits and audit apply. It translates only: it must not hold catalogue rules
+//! (ardacat-core decides every permission and validates every value), SQL, or login policy
+//! (`crate::auth::authenticate`, with its rate limit, is the only way in).
+//!
+//! Security: every response carries a `Content-Security-Policy` that allows only this server's
+//! own script and stylesheet (no inline script); every state change is a POST carrying the
+//! session's CSRF token; the session cookie is `HttpOnly`, `SameSite=Strict`, `Secure` over
+//! HTTPS and expires; every catalogue name and value is escaped (`html::esc`).
+//!
+//! Modules: `session` (web sessions, cookies), `html` (escaping, page frame), `browse`
+//! (collections, entries, queries, export), `actions` (every POST that changes the catalogue,
+//! with removal confirmation), `admin` (users and groups), `assets` (CSS and JS in the binary).
+
+mod actions;
+mod admin;
+mod browse;
+pub mod html;
+pub mod session;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ardacat_core::{Error, Session};
+use axum::Router;
+use axum::extract::{ConnectInfo, Form, Query, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
+use axum::http::{Extensions, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use std::collections::HashMap;
+
+use crate::Store;
+use crate::auth::{self, AuthError, Credentials, Peer, Via};
+use crate::state::{SERVER_VERSION, Shared};
+use html::{csrf_field, esc, page};
+use session::{LOGIN_CSRF_COOKIE, SESSION_COOKIE, SESSION_TTL, WebSession, WebSessions, cookie, random_token};
+
+/// State of the UI routes.
+pub struct UiState {
+    pub shared: Arc<Shared>,
+    pub sessions: WebSessions,
+}
+
+/// The policy every UI response carries: only this server's own files, no inline script or
+/// style, no framing, forms only to this server.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; \
+                       base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The UI routes, merged into the HTTP router by `crate::http::router` (run with the
+/// [`Peer`] connect info: login throttling per address, login by client certificate).
+pub fn router(shared: Arc<Shared>) -> Router {
+    let state = Arc::new(UiState { shared, sessions: WebSessions::default() });
+    Router::new()
+        .route("/ui", get(home))
+        .route("/ui/", get(home))
+        .route("/ui/login", get(login_page).post(login_submit))
+        .route("/ui/logout", post(logout))
+        .route("/ui/status", get(status))
+        .route("/ui/assets/ui.css", get(css))
+        .route("/ui/assets/ui.js", get(js))
+        .route("/ui/browse", get(browse::browse_root))
+        .route("/ui/browse/", get(browse::browse_root))
+        .route("/ui/browse/{*path}", get(browse::browse))
+        .route("/ui/export", get(browse::export_root))
+        .route("/ui/export/", get(browse::export_root))
+        .route("/ui/export/{*path}", get(browse::export))
+        .route("/ui/do", post(actions::submit))
+        .route("/ui/admin", get(admin::page))
+        .with_state(state)
+        .layer(axum::middleware::map_response(security_headers))
+}
+
+async fn security_headers(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(HeaderName::from_static("content-security-policy"), HeaderValue::from_static(CSP));
+    h.insert(HeaderName::from_static("x-content-type-options"), HeaderValue::from_static("nosniff"));
+    h.insert(HeaderName::from_static("x-frame-options"), HeaderValue::from_static("DENY"));
+    h.insert(HeaderName::from_static("referrer-policy"), HeaderValue::from_static("same-origin"));
+    if !h.contains_key(CACHE_CONTROL) {
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    r
+}
+
+// ------------------------------------------------------------------------------------------
+// Responses
+
+/// An HTML page with a status.
+pub(crate) fn html_response(status: StatusCode, body: String) -> Response {
+    (status, [(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"))], body).into_response()
+}
+
+/// `303 See Other` to a UI address.
+pub(crate) fn redirect(to: &str) -> Response {
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(to) {
+        r.headers_mut().insert(LOCATION, v);
+    }
+    r
+}
+
+/// A local UI address to return to (never another site: `//host` and `/\host` are refused).
+pub(crate) fn safe_back(to: Option<&str>) -> String {
+    match to {
+        Some(t) if t.starts_with("/ui/") && !t.starts_with("//") && !t.contains('\\') && !t.contains("\n") => {
+            t.to_string()
+        }
+        _ => "/ui/browse/".to_string(),
+    }
+}
+
+/// The HTTP status a catalogue error is shown with.
+pub(crate) fn status_of(e: &Error) -> StatusCode {
+    match e.code() {
+        4 => StatusCode::FORBIDDEN,
+        1 | 10 | 17 => StatusCode::NOT_FOUND,
+        15 | 16 | 11 => StatusCode::CONFLICT,
+        99 => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+/// A page showing a catalogue error (code and message) and a way back.
+pub(crate) fn error_page(ctx: &Ctx, e: &Error, back: &str) -> Response {
+    if let Error::Internal(cause) = e {
+        tracing::error!(error = %cause, "web request failed");
+    }
+    let body = format!(
+        "<h1>Error {}</h1>{}<p><a href=\"{}\">Back</a></p>",
+        e.code(),
+        html::error_box(&e.public_message(), None),
+        esc(back)
+    );
+    html_response(status_of(e), ctx.page("Error", &body))
+}
+
+// ------------------------------------------------------------------------------------------
+// The logged-in caller of a request
+
+/// A request's logged-in caller: the web session and a catalogue session for them (cwd `/`).
+pub(crate) struct Ctx {
+    pub id: String,
+    pub web: WebSession,
+    pub s: Session<Store>,
+}
+
+impl Ctx {
+    /// A page in the frame with this user's navigation.
+    pub fn page(&self, title: &str, body: &str) -> String {
+        page(title, Some((&self.web.principal.user, &self.web.csrf)), body)
+    }
+}
+
+/// The caller, or a redirect to the login page (then back to `uri`). The principal's groups are
+/// re-read on every request, so membership changes and removed users take effect at once.
+pub(crate) async fn ctx(st: &UiState, headers: &HeaderMap, uri: &Uri) -> Result<Ctx, Response> {
+    let to_login = || {
+        let back = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/ui/browse/");
+        redirect(&format!("/ui/login?next={}", html::url(back)))
+    };
+    let Some(id) = cookie(headers, SESSION_COOKIE) else { return Err(to_login()) };
+    let Some(web) = st.sessions.get(id) else { return Err(to_login()) };
+    let mut s = Session::new(web.principal.clone());
+    match st.shared.catalogue.refresh(&mut s).await {
+        Ok(()) => Ok(Ctx { id: id.to_string(), web, s }),
+        Err(Error::PermissionDenied(_)) => {
+            st.sessions.close(id);
+            Err(to_login())
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "web session check failed");
+            Err(html_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                page("Unavailable", None, "<p>The catalogue cannot be reached.</p>"),
+            ))
+        }
+    }
+}
+
+/// The refusal of a POST whose `csrf` field is not the session's token (`None`: it is).
+pub(crate) fn csrf_refusal(ctx: &Ctx, form: &HashMap<String, String>) -> Option<Response> {
+    match form.get("csrf") {
+        Some(t) if session::same_token(t, &ctx.web.csrf) => None,
+        _ => Some(html_response(
+            StatusCode::FORBIDDEN,
+            ctx.page(
+                "Refused",
+                "<h1>Refused</h1><p>The form's CSRF token is missing or wrong; reload the page and try again.</p>",
+            ),
+        )),
+    }
+}
+
+/// The peer's address and verified certificate subject (the HTTP router's connect info).
+fn peer_of(ext: &Extensions) -> (Option<IpAddr>, Option<String>) {
+    match ext.get::<ConnectInfo<Peer>>() {
+        Some(ConnectInfo(p)) => (Some(p.addr.ip()), p.subject.clone()),
+        None => (None, None),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Login, logout
+
+async fn home() -> Response {
+    redirect("/ui/browse/")
+}
+
+fn login_form(st: &UiState, next: &str, token: &str, subject: Option<&str>, message: Option<&str>) -> String {
+    let mut body = String::from("<h1>Log in</h1>");
+    if let Some(m) = message {
+        body.push_str(&html::error_box(m, None));
+    }
+    body.push_str(&format!(
+        "<form method=\"post\" action=\"/ui/login\" class=\"login\">{}<input type=\"hidden\" name=\"next\" value=\"{}\">\
+         <label>User <input name=\"user\" autocomplete=\"username\" required autofocus></label>\
+         <label>Password <input name=\"password\" type=\"password\" autocomplete=\"current-password\"></label>\
+         <button type=\"submit\">Log in</button></form>",
+        csrf_field(token),
+        esc(next)
+    ));
+    if st.shared.tls.is_some()
+        && let Some(dn) = subject
+    {
+        body.push_str(&format!(
+            "<form method=\"post\" action=\"/ui/login\" class=\"login\">{}<input type=\"hidden\" name=\"next\" value=\"{}\">\
+             <input type=\"hidden\" name=\"certificate\" value=\"1\"><p>Client certificate: <code>{}</code></p>\
+             <button type=\"submit\">Log in with this certificate</button></form>",
+            csrf_field(token),
+            esc(next),
+            esc(dn)
+        ));
+    }
+    page("Log in", None, &body)
+}
+
+/// The login CSRF cookie (double submit: the form repeats it).
+fn login_cookie(st: &UiState, token: &str) -> HeaderValue {
+    let secure = if st.shared.tls.is_some() { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{LOGIN_CSRF_COOKIE}={token}; Path=/ui/login; HttpOnly; SameSite=Strict; Max-Age=3600{secure}"
+    ))
+    .expect("token is hex")
+}
+
+async fn login_page(
+    State(st): State<Arc<UiState>>,
+    ext: Extensions,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(id) = cookie(&headers, SESSION_COOKIE)
+        && st.sessions.get(id).is_some()
+    {
+        return redirect(&safe_back(q.get("next").map(String::as_str)));
+    }
+    let token =
+        cookie(&headers, LOGIN_CSRF_COOKIE).filter(|t| t.len() == 64).map(str::to_string).unwrap_or_else(random_token);
+    let next = safe_back(q.get("next").map(String::as_str));
+    let (_, subject) = peer_of(&ext);
+    let mut r = html_response(StatusCode::OK, login_form(&st, &next, &token, subject.as_deref(), None));
+    r.headers_mut().insert(SET_COOKIE, login_cookie(&st, &token));
+    r
+}
+
+async fn login_submit(
+    State(st): State<Arc<UiState>>,
+    ext: Extensions,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let (ip, subject) = peer_of(&ext);
+    let next = safe_back(form.get("next").map(String::as_str));
+    let sent = form.get("csrf").map(String::as_str).unwrap_or("");
+    let expected = cookie(&headers, LOGIN_CSRF_COOKIE).unwrap_or("");
+    let fresh = random_token();
+    let refuse = |status: StatusCode, message: &str| {
+        let mut r = html_response(status, login_form(&st, &next, &fresh, subject.as_deref(), Some(message)));
+        r.headers_mut().insert(SET_COOKIE, login_cookie(&st, &fresh));
+        r
+    };
+    if expected.is_empty() || !session::same_token(sent, expected) {
+        return refuse(StatusCode::FORBIDDEN, "The login form expired (CSRF check failed); please try again.");
+    }
+    let user = form.get("user").map(String::as_str).unwrap_or("");
+    let credentials = if form.get("certificate").is_some_and(|v| v == "1") {
+        Credentials::Certificate { subject: subject.as_deref(), claimed: "" }
+    } else {
+        Credentials::Password { user, password: form.get("password").map(String::as_str) }
+    };
+    match auth::authenticate(&st.shared, Via::Web, ip, credentials).await {
+        Ok(login) => {
+            tracing::info!(target: "audit", via = ?Via::Web, user = %login.principal.user, peer = ?ip, "web login");
+            let id = st.sessions.open(login.principal);
+            let secure = if st.shared.tls.is_some() { "; Secure" } else { "" };
+            let mut r = redirect(&next);
+            let cookie = format!(
+                "{SESSION_COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+                SESSION_TTL.as_secs()
+            );
+            r.headers_mut().append(SET_COOKIE, HeaderValue::from_str(&cookie).expect("id is hex"));
+            r.headers_mut().append(
+                SET_COOKIE,
+                HeaderValue::from_static("ardacat_login_csrf=; Path=/ui/login; HttpOnly; SameSite=Strict; Max-Age=0"),
+            );
+            r
+        }
+        Err(AuthError::Throttled) => refuse(StatusCode::TOO_MANY_REQUESTS, auth::THROTTLED),
+        Err(AuthError::Denied(_)) => refuse(StatusCode::UNAUTHORIZED, "Wrong user name or password."),
+        Err(AuthError::Internal(e)) => {
+            tracing::error!(error = %e, "web login failed");
+            refuse(StatusCode::SERVICE_UNAVAILABLE, "The catalogue cannot be reached; try again later.")
+        }
+    }
+}
+
+async fn logout(
+    State(st): State<Arc<UiState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let ctx = match ctx(&st, &headers, &uri).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if let Some(r) = csrf_refusal(&ctx, &form) {
+        return r;
+    }
+    st.sessions.close(&ctx.id);
+    let secure = if st.shared.tls.is_some() { "; Secure" } else { "" };
+    let mut r = redirect("/ui/login");
+    r.headers_mut().insert(
+        SET_COOKIE,
+        HeaderValue::from_str(&format!("{SESSION_COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0{secure}"))
+            .expect("static text"),
+    );
+    r
+}
+
+// ------------------------------------------------------------------------------------------
+// Status
+
+async fn status(State(st): State<Arc<UiState>>, headers: HeaderMap, uri: Uri) -> Response {
+    let ctx = match ctx(&st, &headers, &uri).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let mut body = format!(
+        "<h1>Status</h1><p>Version <code id=\"version\">{}</code></p>\
+         <p>The same counters as <code>/metrics</code> (names without the <code>ardacat_</code> prefix).</p>\
+         <div class=\"scroll\"><table class=\"counters\"><thead><tr><th scope=\"col\">Counter</th><th scope=\"col\">Value</th>\
+         <th scope=\"col\">Meaning</th></tr></thead><tbody>",
+        esc(SERVER_VERSION)
+    );
+    for c in st.shared.counters() {
+        body.push_str(&format!(
+            "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td>{}</td></tr>",
+            esc(&c.key()),
+            c.value,
+            esc(c.help)
+        ));
+    }
+    body.push_str("</tbody></table></div>");
+    html_response(StatusCode::OK, ctx.page("Status", &body))
+}
+
+// ------------------------------------------------------------------------------------------
+// Assets (compiled into the binary)
+
+async fn css() -> Response {
+    asset("text/css; charset=utf-8", include_str!("assets/ui.css"))
+}
+
+async fn js() -> Response {
+    asset("text/javascript; charset=utf-8", include_str!("assets/ui.js"))
+}
+
+fn asset(content_type: &'static str, text: &'static str) -> Response {
+    (
+        [
+            (CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (CACHE_CONTROL, HeaderValue::from_static("max-age=3600")),
+        ],
+        text,
+    )
+        .into_response()
+}
