@@ -140,6 +140,21 @@ impl Shared {
             Sample::gauge("db_pool_connections", "Database connections open, by state.", pool.in_use as u64)
                 .label("state", "in_use"),
         ];
+        let queue = self.catalogue.store().db().acquire_stats();
+        out.extend([
+            Sample::counter("db_acquires_total", "Database connections requests took from the pool.", queue.acquires),
+            Sample::gauge("db_acquire_waiting", "Requests waiting for a free database connection now.", queue.waiting),
+            Sample::seconds_counter(
+                "db_acquire_wait_seconds_total",
+                "Time requests spent waiting for a free database connection.",
+                queue.wait_seconds,
+            ),
+            Sample::counter(
+                "db_acquire_timeouts_total",
+                "Requests that found no free database connection within db_acquire_timeout_ms (code 19).",
+                queue.timeouts,
+            ),
+        ]);
         let refused = |gate: &Gate, name, help| {
             [Refusal::Full, Refusal::PeerFull]
                 .map(|r| Sample::counter(name, help, gate.refused(r)).label("reason", r.label()))
