@@ -1,13 +1,15 @@
 //! AMGA completeness (issue 13, items 3 to 6) on the wire, against the real `ardacat-server`
 //! binary on both backends: user and group listings and AMGA's alias names, `rm -rf` of a
 //! subtree (all or nothing, permissions on everything in it), `update` as AMGA's `updateattr`
-//! told apart from SQL `UPDATE … SET`, ACL rights in every form, and sites and replicas. Every
-//! error is checked with its code and with nothing changed.
+//! told apart from SQL `UPDATE … SET`, ACL rights in every form, sites and replicas (every error
+//! checked with its code and with nothing changed), and the CLI's Tab completion (item 8) asking
+//! the real server.
 
 #[macro_use]
 mod common;
 
-use common::{Backend, RawConn, TestServer, fails, ok};
+use ardacat_client::{Client, ClientConfig, Completer};
+use common::{Backend, ROOT_PASSWORD, RawConn, TestServer, fails, ok};
 
 on_both_backends!(
     user_and_group_listings,
@@ -20,6 +22,7 @@ on_both_backends!(
     replicas,
     replica_permissions,
     replica_list_by_entry,
+    tab_completion,
 );
 
 /// Root's connection after creating these users (password `pw-<name>`).
@@ -370,5 +373,50 @@ async fn replica_list_by_entry(backend: Backend) {
     let mut bob = login(&server, "bob").await;
     assert_eq!(ok(&mut bob, "replica_list g-1").await, [format!("g-1 {a} {b}")]);
     fails(&mut bob, "replica_list -l /lfn/f1", 4).await;
+    server.assert_no_internal_errors();
+}
+
+async fn tab_completion(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let mut root = with_users(&server, &["bob"]).await;
+    for d in ["/data", "/data/runs", "/data/raw", "/dark", "/secret"] {
+        ok(&mut root, &format!("createdir {d}")).await;
+    }
+    ok(&mut root, "addentry /data/run_a").await;
+    ok(&mut root, "addentry /data/rumour").await;
+    ok(&mut root, "chmod /secret rwx------").await;
+    let config = |login: &str, password: &str| ClientConfig {
+        host: server.tcp.ip().to_string(),
+        port: server.tcp.port(),
+        login: login.into(),
+        password: Some(password.into()),
+        ..ClientConfig::default()
+    };
+    let mut client = Client::connect(config("root", ROOT_PASSWORD)).await.expect("connect");
+    let mut c = Completer::new(&["quit", "exit"]);
+
+    // Command names: the server's table (lowercase, any typed case), and the shell's words.
+    let (start, names) = c.complete(&mut client, "user_l", 6).await;
+    assert_eq!((start, names), (0, vec!["user_list".to_string(), "user_listcred".to_string()]));
+    assert_eq!(c.complete(&mut client, "  REPLICA_U", 11).await, (2, vec!["replica_unregister".to_string()]));
+    assert_eq!(c.complete(&mut client, "qu", 2).await, (0, vec!["quit".to_string()]));
+    assert!(c.complete(&mut client, "nosuch", 6).await.1.is_empty());
+
+    // Paths: collections end in `/`; entries do not; the name replaces from the last `/`.
+    assert_eq!(c.complete(&mut client, "ls /da", 6).await, (4, vec!["dark/".to_string(), "data/".to_string()]));
+    let line = "getattr /data/ru";
+    assert_eq!(
+        c.complete(&mut client, line, line.len()).await,
+        (14, vec!["rumour".to_string(), "run_a".to_string(), "runs/".to_string()])
+    );
+    // Relative to the current directory, and the cursor in the middle of the line.
+    client.cd("/data").await.expect("cd");
+    assert_eq!(c.complete(&mut client, "rm -rf ra x", 9).await, (7, vec!["raw/".to_string()]));
+    assert_eq!(c.complete(&mut client, "ls runs/", 8).await, (8, Vec::<String>::new()));
+    // What the caller may not list completes to nothing, and the connection stays usable.
+    let mut bob = Client::connect(config("bob", "pw-bob")).await.expect("connect bob");
+    assert!(c.complete(&mut bob, "ls /secret/", 11).await.1.is_empty());
+    assert!(c.complete(&mut bob, "ls /nowhere/x", 13).await.1.is_empty());
+    assert_eq!(bob.whoami().await.expect("whoami"), "bob");
     server.assert_no_internal_errors();
 }
