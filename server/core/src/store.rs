@@ -189,6 +189,15 @@ pub struct DeletePlan {
     pub access: Option<EntryAccess>,
 }
 
+/// One site of the replica catalogue (`site_add`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteRecord {
+    pub id: i64,
+    pub name: String,
+    /// Empty when the site was added without one.
+    pub server: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserRecord {
     pub name: String,
@@ -352,6 +361,8 @@ pub trait StoreConn: Send + 'static {
     fn remove_user(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
     fn set_password(&mut self, name: &str, password_hash: &str) -> impl Future<Output = Result<bool>> + Send;
     fn add_subject(&mut self, name: &str, subject: &str) -> impl Future<Output = Result<()>> + Send;
+    /// Removes one certificate subject of a user; false when the user has no such subject.
+    fn remove_subject(&mut self, name: &str, subject: &str) -> impl Future<Output = Result<bool>> + Send;
     fn subjects(&mut self, name: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
     fn groups_of(&mut self, user: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
     fn create_group(&mut self, name: &str, owner: &str) -> impl Future<Output = Result<()>> + Send;
@@ -359,6 +370,36 @@ pub trait StoreConn: Send + 'static {
     fn add_member(&mut self, group: &str, user: &str) -> impl Future<Output = Result<()>> + Send;
     fn remove_member(&mut self, group: &str, user: &str) -> impl Future<Output = Result<bool>> + Send;
     fn group_exists(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
+    /// Every user name, sorted.
+    fn user_names(&mut self) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// Every group name, sorted.
+    fn group_names(&mut self) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// The members of one group, sorted (empty for a missing group).
+    fn group_members(&mut self, group: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// Every site, by id.
+    fn sites(&mut self) -> impl Future<Output = Result<Vec<SiteRecord>>> + Send;
+    fn site_by_name(&mut self, name: &str) -> impl Future<Output = Result<Option<SiteRecord>>> + Send;
+    fn site_by_id(&mut self, id: i64) -> impl Future<Output = Result<Option<SiteRecord>>> + Send;
+    /// *Write.* Returns the new site's id.
+    fn add_site(&mut self, name: &str, server: &str) -> impl Future<Output = Result<i64>> + Send;
+    /// *Write.* The caller checked that no replica is at the site.
+    fn remove_site(&mut self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+    /// Whether any replica is at the site.
+    fn site_in_use(&mut self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+    /// The user who registered a GUID; `None` when the GUID has no record. With `lock`, the
+    /// record stays locked until the surrounding write unit ends.
+    fn replica_owner(&mut self, guid: &str, lock: bool) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// *Write.*
+    fn add_replica_file(&mut self, guid: &str, owner: &str) -> impl Future<Output = Result<()>> + Send;
+    /// *Write.* With its replicas.
+    fn remove_replica_file(&mut self, guid: &str) -> impl Future<Output = Result<()>> + Send;
+    /// The ids of the sites holding a GUID, ascending.
+    fn replica_sites(&mut self, guid: &str) -> impl Future<Output = Result<Vec<i64>>> + Send;
+    /// *Write.* The caller checked that the replica is not registered yet.
+    fn add_replica(&mut self, guid: &str, site_id: i64) -> impl Future<Output = Result<()>> + Send;
+    /// *Write.* False when there was no such replica.
+    fn remove_replica(&mut self, guid: &str, site_id: i64) -> impl Future<Output = Result<bool>> + Send;
 
     /// Marks a query token as ended; `expires` (unix seconds) says when the row may be purged.
     fn revoke_token(&mut self, id: &str, expires: i64) -> impl Future<Output = Result<()>> + Send;

@@ -5,7 +5,7 @@ use ardacat_core::error::{Error, Result};
 use ardacat_core::perm::AclEntry;
 use ardacat_core::store::{
     AttrDef, CollectionInfo, DeletePlan, EntryMeta, EntryMetaChange, IndexColumn, IndexDef, NewEntry, RowSender,
-    SelectPlan, Store, StoreConn, UpdatePlan, UserRecord,
+    SelectPlan, SiteRecord, Store, StoreConn, UpdatePlan, UserRecord,
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
 use chrono::Utc;
@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 use crate::error::StoreError;
 use crate::exec::{Backend, Conn, Db};
 use crate::sql::compile::{attr_column, table_name};
-use crate::sql::{Compiled, Dialect, compile_delete, compile_insert, compile_select, compile_update, statements};
+use crate::sql::{
+    Compiled, Dialect, compile_delete, compile_insert, compile_select, compile_update, replicas, statements,
+};
 
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Error {
@@ -187,6 +189,10 @@ fn text_of(v: &Value) -> String {
 /// An ACL row `(principal, is_group, rights)` of `acls` or `entry_acls`.
 fn acl_from(r: &[Value]) -> AclEntry {
     AclEntry { principal: text_of(&r[0]), is_group: matches!(r[1], Value::Bool(true)), rights: int_of(&r[2]) as u16 }
+}
+
+fn site_from(r: &[Value]) -> SiteRecord {
+    SiteRecord { id: int_of(&r[0]), name: text_of(&r[1]), server: text_of(&r[2]) }
 }
 
 fn int_of(v: &Value) -> i64 {
@@ -1128,6 +1134,11 @@ impl StoreConn for SqlConn {
         })
     }
 
+    async fn remove_subject(&mut self, name: &str, subject: &str) -> Result<bool> {
+        self.writing()?;
+        Ok(self.exec_compiled(&statements::delete_user_subject(self.dialect, name, subject)).await? > 0)
+    }
+
     async fn subjects(&mut self, name: &str) -> Result<Vec<String>> {
         let sql = format!(
             "SELECT subject FROM user_subjects WHERE user_name = {} ORDER BY subject",
@@ -1189,6 +1200,87 @@ impl StoreConn for SqlConn {
     async fn group_exists(&mut self, name: &str) -> Result<bool> {
         let sql = format!("SELECT name FROM user_groups WHERE name = {}", self.p(1, ValueType::Text));
         Ok(!self.rows(&sql, &[Value::Text(name.into())], &[ValueType::Text]).await?.is_empty())
+    }
+
+    async fn user_names(&mut self) -> Result<Vec<String>> {
+        let rows = self.rows_compiled(&statements::select_user_names()).await?;
+        Ok(rows.iter().map(|r| text_of(&r[0])).collect())
+    }
+
+    async fn group_names(&mut self) -> Result<Vec<String>> {
+        let rows = self.rows_compiled(&statements::select_group_names()).await?;
+        Ok(rows.iter().map(|r| text_of(&r[0])).collect())
+    }
+
+    async fn group_members(&mut self, group: &str) -> Result<Vec<String>> {
+        let rows = self.rows_compiled(&statements::select_group_members(self.dialect, group)).await?;
+        Ok(rows.iter().map(|r| text_of(&r[0])).collect())
+    }
+
+    async fn sites(&mut self) -> Result<Vec<SiteRecord>> {
+        Ok(self.rows_compiled(&replicas::select_sites()).await?.iter().map(|r| site_from(r)).collect())
+    }
+
+    async fn site_by_name(&mut self, name: &str) -> Result<Option<SiteRecord>> {
+        let rows = self.rows_compiled(&replicas::select_site_by_name(self.dialect, name)).await?;
+        Ok(rows.first().map(|r| site_from(r)))
+    }
+
+    async fn site_by_id(&mut self, id: i64) -> Result<Option<SiteRecord>> {
+        let rows = self.rows_compiled(&replicas::select_site_by_id(self.dialect, id)).await?;
+        Ok(rows.first().map(|r| site_from(r)))
+    }
+
+    async fn add_site(&mut self, name: &str, server: &str) -> Result<i64> {
+        self.writing()?;
+        let rows =
+            self.rows_compiled(&replicas::insert_site(self.dialect, name, server)).await.map_err(|e| match e {
+                Error::Exists(_) => Error::Exists(format!("site {name}")),
+                e => e,
+            })?;
+        rows.first().and_then(|r| r.first()).map(int_of).ok_or_else(|| Error::Internal("no site id returned".into()))
+    }
+
+    async fn remove_site(&mut self, id: i64) -> Result<bool> {
+        self.writing()?;
+        Ok(self.exec_compiled(&replicas::delete_site(self.dialect, id)).await? > 0)
+    }
+
+    async fn site_in_use(&mut self, id: i64) -> Result<bool> {
+        Ok(!self.rows_compiled(&replicas::select_site_replica(self.dialect, id)).await?.is_empty())
+    }
+
+    async fn replica_owner(&mut self, guid: &str, lock: bool) -> Result<Option<String>> {
+        let rows = self.rows_compiled(&replicas::select_replica_owner(self.dialect, guid, lock)).await?;
+        Ok(rows.first().map(|r| text_of(&r[0])))
+    }
+
+    async fn add_replica_file(&mut self, guid: &str, owner: &str) -> Result<()> {
+        self.writing()?;
+        self.exec_compiled(&replicas::insert_replica_file(self.dialect, guid, owner)).await.map(|_| ())
+    }
+
+    async fn remove_replica_file(&mut self, guid: &str) -> Result<()> {
+        self.writing()?;
+        for c in replicas::delete_replica_file(self.dialect, guid) {
+            self.exec_compiled(&c).await?;
+        }
+        Ok(())
+    }
+
+    async fn replica_sites(&mut self, guid: &str) -> Result<Vec<i64>> {
+        let rows = self.rows_compiled(&replicas::select_replica_sites(self.dialect, guid)).await?;
+        Ok(rows.iter().map(|r| int_of(&r[0])).collect())
+    }
+
+    async fn add_replica(&mut self, guid: &str, site_id: i64) -> Result<()> {
+        self.writing()?;
+        self.exec_compiled(&replicas::insert_replica(self.dialect, guid, site_id)).await.map(|_| ())
+    }
+
+    async fn remove_replica(&mut self, guid: &str, site_id: i64) -> Result<bool> {
+        self.writing()?;
+        Ok(self.exec_compiled(&replicas::delete_replica(self.dialect, guid, site_id)).await? > 0)
     }
 
     async fn revoke_token(&mut self, id: &str, expires: i64) -> Result<()> {

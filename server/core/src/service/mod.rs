@@ -3,8 +3,8 @@
 //! `Store` port and must not know any wire syntax or SQL.
 //!
 //! Operations live in `namespace` (collections, attributes), `indexes` (composite indexes),
-//! `entries` (entries, queries, bulk load), `admin` (users, groups, ACLs, sequences) and
-//! `cursor` (resumable positions).
+//! `entries` (entries, queries, bulk load), `admin` (users, groups, ACLs, sequences),
+//! `replicas` (sites and replicas) and `cursor` (resumable positions).
 
 mod admin;
 pub mod composite;
@@ -13,6 +13,7 @@ mod entries;
 mod indexes;
 mod namespace;
 mod native_sql;
+mod replicas;
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
@@ -26,6 +27,7 @@ use crate::store::{CollectionInfo, Store, StoreConn};
 
 pub use entries::{NamedValues, QueryPage, SelectSpec};
 pub use indexes::{IndexInfo, MAX_INDEX_COLUMNS};
+pub use replicas::{MAX_GUID, MAX_SITE_NAME, MAX_SITE_SERVER};
 
 /// Defaults and limits of the service.
 #[derive(Debug, Clone)]

@@ -16,6 +16,8 @@ pub enum Cmd {
     Getattr { pattern: String, attrs: Vec<String> },
     Clearattr { pattern: String, attrs: Vec<String> },
     Rm { pattern: String, condition: Option<String> },
+    /// `rm -rf <dir>` (also `-r`, `-R`, `-fr`, `-Rf`, `-fR`).
+    RmTree(String),
 }
 
 impl From<Cmd> for super::Cmd {
@@ -90,16 +92,29 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "rm",
         aliases: &[],
-        usage: "rm <pattern> [<condition>]",
+        usage: "rm <pattern> [<condition>] | rm -rf <dir>",
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
+            [flag, dir] if flag.starts_with('-') => {
+                if RECURSIVE_FLAGS.contains(&flag.as_str()) {
+                    Ok(Cmd::RmTree(dir.clone()).into())
+                } else {
+                    Err(Error::IllegalCommand(format!(
+                        "rm: unknown option '{flag}' (use -rf; ./{flag} names an entry)"
+                    )))
+                }
+            }
+            [flag] if flag.starts_with('-') => Err(c.usage("-rf <dir>")),
             [pattern] => Ok(Cmd::Rm { pattern: pattern.clone(), condition: None }.into()),
             [pattern, cond] => Ok(Cmd::Rm { pattern: pattern.clone(), condition: Some(cond.clone()) }.into()),
             _ => Err(c.wrong()),
         },
     },
 ];
+
+/// The spellings of `rm`'s recursive flag. `-f` adds nothing: errors are reported either way.
+const RECURSIVE_FLAGS: &[&str] = &["-rf", "-r", "-R", "-fr", "-Rf", "-fR"];
 
 pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> Result<Outcome, Error> {
     let cat = &cx.shared.catalogue;
@@ -112,6 +127,7 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
         Cmd::Getattr { pattern, attrs } => cat.getattr(s, &pattern, &attrs, cx.reply).await.map(|_| ())?,
         Cmd::Clearattr { pattern, attrs } => cat.clearattr(s, &pattern, &attrs).await.map(|_| ())?,
         Cmd::Rm { pattern, condition } => cat.rm(s, &pattern, condition.as_deref()).await.map(|_| ())?,
+        Cmd::RmTree(dir) => cat.rm_tree(s, &dir).await.map(|_| ())?,
     }
     Ok(Outcome::Done)
 }

@@ -13,6 +13,7 @@ mod admin;
 mod entries;
 mod namespace;
 mod query;
+mod replicas;
 mod sequences;
 mod session;
 mod transactions;
@@ -69,10 +70,11 @@ pub enum Cmd {
     Sequences(sequences::Cmd),
     Acl(acl::Cmd),
     Admin(admin::Cmd),
+    Replicas(replicas::Cmd),
 }
 
 /// The families in `help` order.
-static FAMILIES: [&[CommandSpec]; 8] = [
+static FAMILIES: [&[CommandSpec]; 9] = [
     session::COMMANDS,
     namespace::COMMANDS,
     entries::COMMANDS,
@@ -81,6 +83,7 @@ static FAMILIES: [&[CommandSpec]; 8] = [
     sequences::COMMANDS,
     acl::COMMANDS,
     admin::COMMANDS,
+    replicas::COMMANDS,
 ];
 
 /// Every command, in `help` order.
@@ -281,6 +284,7 @@ pub async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> 
         Cmd::Sequences(c) => sequences::run(c, cx).await,
         Cmd::Acl(c) => acl::run(c, cx).await,
         Cmd::Admin(c) => admin::run(c, cx).await,
+        Cmd::Replicas(c) => replicas::run(c, cx).await,
     }
 }
 
