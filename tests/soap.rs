@@ -1042,6 +1042,9 @@ async fn query_tokens_on(b: Backend) {
     let token = p.token.expect("token");
     c.ok("endQuery", &el("token", &token)).await;
     c.fails("nextQuery", &el("token", &token), 1).await;
+    // A second endQuery of the same query is a fault (code 1), not a silent success.
+    let f = c.fails("endQuery", &el("token", &token), 1).await;
+    assert_eq!(f.kind.as_deref(), Some("NotExistsException"));
     let db = srv.kill();
 
     // A second server process on the same database continues a token; so does a restarted one.

@@ -86,7 +86,7 @@ fn error_texts() {
 #[test]
 fn table_is_complete_and_ordered() {
     let names: Vec<&str> = all().map(|s| s.name).collect();
-    assert_eq!(names.len(), 50);
+    assert_eq!(names.len(), 56);
     assert_eq!(&names[..6], ["help", "pwd", "cd", "whoami", "sudo", "createdir"]);
     assert_eq!(names.last(), Some(&"stats"));
     for spec in all() {

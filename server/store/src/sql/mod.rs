@@ -1,10 +1,12 @@
 //! All SQL text of ardacat lives here: per-dialect fragments and DDL for entry tables
-//! (`dialect`), fixed statements on entry permissions and entry ACLs (`statements`), and the
+//! (`dialect`), fixed statements on entry permissions and entry ACLs (`statements`), the DDL of
+//! constraints on entries (`constraints`), and the
 //! compiler from resolved query plans to one parameterised statement (`compile`). User values
 //! are always bound parameters; identifiers are generated (`e<id>`, `a<id>`), never taken from
 //! user text.
 
 pub mod compile;
+pub mod constraints;
 pub mod dialect;
 pub mod statements;
 
