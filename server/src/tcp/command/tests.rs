@@ -162,7 +162,7 @@ fn error_texts() {
 #[test]
 fn table_is_complete_and_ordered() {
     let names: Vec<&str> = all().map(|s| s.name).collect();
-    assert_eq!(names.len(), 60);
+    assert_eq!(names.len(), 66);
     assert_eq!(&names[..6], ["help", "pwd", "cd", "whoami", "sudo", "createdir"]);
     assert_eq!(names.last(), Some(&"replica_list"));
     for spec in all() {
