@@ -1,6 +1,7 @@
 //! Tab completion for the `Query>` shell: the first word completes to a command name from the
 //! server's command table (`help`, read once per [`Completer`]), any later word to a collection
-//! or entry path from the server's `dir` listing of the directory typed so far. It only asks;
+//! or entry path from the server's `dir` listing of the directory typed so far (narrowed to the
+//! typed name prefix). It only asks;
 //! it must not print, and a failed look-up (permission, lost connection) completes nothing.
 
 use crate::client::Client;
@@ -33,6 +34,19 @@ fn split_path(prefix: &str) -> (String, usize) {
     }
 }
 
+/// What to ask `dir` for: the directory, narrowed by the server to `<prefix>*` when the prefix
+/// has no wildcard of its own (a directory of a million entries answers only the few that fit).
+fn listing(dir: &str, prefix: &str) -> String {
+    if prefix.is_empty() || prefix.contains(['*', '?']) {
+        return dir.to_string();
+    }
+    match dir {
+        "." => format!("{prefix}*"),
+        "/" => format!("/{prefix}*"),
+        _ => format!("{dir}/{prefix}*"),
+    }
+}
+
 impl Completer {
     /// A completer that also offers these shell words for the command name.
     pub fn new<S: AsRef<str>>(local: &[S]) -> Completer {
@@ -55,7 +69,7 @@ impl Completer {
         } else {
             let (dir, name_at) = split_path(word);
             let prefix = &word[name_at..];
-            let Ok(items) = client.dir(&dir).await else { return (pos, Vec::new()) };
+            let Ok(items) = client.dir(&listing(&dir, prefix)).await else { return (pos, Vec::new()) };
             let found = items
                 .into_iter()
                 .filter_map(|(path, kind)| {
@@ -107,5 +121,10 @@ mod tests {
         assert_eq!(split_path("c"), (".".to_string(), 0));
         assert_eq!(split_path("a/"), ("a".to_string(), 2));
         assert_eq!(split_path(""), (".".to_string(), 0));
+        assert_eq!(listing("/a", "ru"), "/a/ru*");
+        assert_eq!(listing("/", "d"), "/d*");
+        assert_eq!(listing(".", "d"), "d*");
+        assert_eq!(listing("/a", ""), "/a");
+        assert_eq!(listing("/a", "r?"), "/a");
     }
 }

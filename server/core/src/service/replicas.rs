@@ -1,7 +1,7 @@
 //! Sites and replicas (AMGA 2.x): a small replica catalogue beside the collections. Sites are
 //! root's to add and remove; a GUID record belongs to the user who created it, and only that
 //! user (or root) registers or unregisters its replicas; anyone may list. It decides and
-//! validates; the rows are the store's (migration 0006).
+//! validates; it must not know wire syntax or SQL (the rows are the store's, migration 0006).
 
 use super::{Catalogue, Session};
 use crate::error::{Error, Result};

@@ -61,7 +61,7 @@ pub fn is_statement(line: &str) -> bool {
 }
 
 /// `UPDATE <table> [[AS] alias] SET <column> =`: `SET` is the third, fourth or fifth word and
-/// is followed by a column reference (`a`, `/d:a`, `x.a`) and `=`.
+/// is followed by a column reference (`a`, `/d:a`, `x.a`, `"a"`) and `=`.
 fn sql_update_shape(line: &str) -> bool {
     let mut rest = line.trim_start();
     for position in 0..5 {
@@ -71,7 +71,8 @@ fn sql_update_shape(line: &str) -> bool {
         if position >= 2 && word.eq_ignore_ascii_case("set") {
             let column_end = rest.find(|c: char| c.is_whitespace() || c == '=').unwrap_or(rest.len());
             let column = &rest[..column_end];
-            let starts_like_a_name = column.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '/');
+            let starts_like_a_name =
+                column.starts_with(|c: char| c.is_ascii_alphabetic() || matches!(c, '_' | '/' | '"'));
             return starts_like_a_name && rest[column_end..].trim_start().starts_with('=');
         }
     }
@@ -312,6 +313,7 @@ mod tests {
         assert!(is_statement("UPDATE /d SET a=a+1 WHERE FILE = 'x'"));
         assert!(is_statement("update /d x set x.a = 1"));
         assert!(is_statement("update /d set /d:a = 1"));
+        assert!(is_statement("UPDATE /d SET \"a\" = 1"));
         // AMGA's `update` with an attribute named `set`, and with `set` as the expression.
         assert!(!is_statement("update /d/* set 'set + 1' ''"));
         assert!(!is_statement("update /d a 'a+1' ''"));
