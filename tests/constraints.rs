@@ -37,7 +37,12 @@ async fn values(c: &mut RawConn, pattern: &str, attrs: &str) -> Vec<String> {
     ok(c, &format!("getattr {pattern} {attrs}")).await
 }
 
-on_both_backends!(commands_and_errors, violations_change_nothing, existing_entries_refuse_a_constraint);
+on_both_backends!(
+    commands_and_errors,
+    violations_change_nothing,
+    existing_entries_refuse_a_constraint,
+    rm_rf_takes_constraints_along
+);
 
 async fn commands_and_errors(b: Backend) {
     let srv = TestServer::start(b).await;
@@ -238,4 +243,44 @@ async fn existing_entries_refuse_a_constraint(b: Backend) {
     ok(&mut c, "constraint_add_reference /jobs run /runs:num c5").await;
     assert_eq!(ok(&mut c, "constraint_list /jobs").await.len(), 4);
     srv.assert_no_internal_errors();
+}
+
+/// `rm -rf` removes the constraints of the subtree with it (a reference inside the subtree
+/// included), but not a collection that a constraint outside the subtree refers to: that is
+/// code 3 and nothing is removed. A collection made again under the old name starts without
+/// constraints.
+async fn rm_rf_takes_constraints_along(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let mut c = srv.raw().await;
+    for line in [
+        "createdir /t",
+        "createdir /t/runs",
+        "addattr /t/runs num int",
+        "constraint_add_unique /t/runs num num_unique",
+        "createdir /t/jobs",
+        "addattr /t/jobs run int",
+        "constraint_add_not_null /t/jobs run run_nn",
+        "constraint_add_reference /t/jobs run /t/runs:num run_ref",
+        "addentry /t/runs/r1 num 1",
+        "addentry /t/jobs/j1 run 1",
+        "createdir /outside",
+        "addattr /outside run int",
+        "constraint_add_reference /outside run /t/runs:num outside_ref",
+    ] {
+        ok(&mut c, line).await;
+    }
+    let s = status(&mut c, "rm -rf /t").await;
+    assert!(s.starts_with("3 ") && s.contains("outside_ref"), "[{b:?}] referred from outside: {s}");
+    assert_eq!(values(&mut c, "/t/jobs/j1", "run").await, ["j1", "1"], "[{b:?}] nothing removed");
+    assert_eq!(ok(&mut c, "constraint_list /t/jobs").await.len(), 2, "[{b:?}] constraints kept");
+    ok(&mut c, "constraint_drop /outside outside_ref").await;
+    ok(&mut c, "rm -rf /t").await;
+    fails(&mut c, "constraint_list /t/jobs", 1).await;
+    // The names and the tables are free again: no trigger or table constraint survived.
+    for line in ["createdir /t", "createdir /t/jobs", "addattr /t/jobs run int", "addentry /t/jobs/j1 run 5"] {
+        ok(&mut c, line).await;
+    }
+    assert!(ok(&mut c, "constraint_list /t/jobs").await.is_empty(), "[{b:?}] a new collection has none");
+    ok(&mut c, "constraint_add_not_null /t/jobs run run_nn").await;
+    assert_eq!(ok(&mut c, "constraint_list /t/jobs").await, ["run_nn not_null run"], "[{b:?}]");
 }

@@ -97,8 +97,8 @@ impl<S: Store> Catalogue<S> {
     }
 
     /// `rm -rf <dir>`: the collection, its sub-collections at every depth and everything they
-    /// hold (entries, entry tables, attributes, indexes, sequences, ACL rows), in one write
-    /// unit. Needs write on the parent and on every collection of the subtree, and write on
+    /// hold (entries, entry tables, attributes, indexes, constraints, sequences, ACL rows), in
+    /// one write unit; a constraint outside the subtree that refers into it stops it (3). Needs write on the parent and on every collection of the subtree, and write on
     /// every entry of a collection the caller does not own; one refusal (4) and nothing
     /// changes. `/` is refused (4); a path that is no collection is 1. Returns the number of
     /// collections removed.
@@ -138,6 +138,18 @@ impl<S: Store> Catalogue<S> {
                 conn.delete_entries(&plan).await?;
                 if conn.has_entries(c.id).await? {
                     return Err(Error::PermissionDenied(format!("{}: holds entries you may not remove", c.path)));
+                }
+            }
+            // References between collections of the subtree go first: the store refuses to drop
+            // a collection that a reference points at, whatever order siblings come in. One
+            // from outside the subtree still stops the removal (code 3, naming it).
+            for c in &subtree {
+                for k in conn.constraints(c.id).await? {
+                    if let crate::store::ConstraintRule::Reference { collection, .. } = k.rule
+                        && subtree.iter().any(|t| t.id == collection)
+                    {
+                        conn.remove_constraint(&k).await?;
+                    }
                 }
             }
             // Deepest first: no collection outlives its parent, even for a moment.

@@ -10,12 +10,27 @@ use super::{CommandSpec, Ctx, Outcome};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
-    Addentry { path: String, pairs: Vec<(String, Option<String>)> },
+    Addentry {
+        path: String,
+        pairs: Vec<(String, Option<String>)>,
+    },
     Addentries(Vec<String>),
-    Setattr { pattern: String, pairs: Vec<(String, Option<String>)> },
-    Getattr { pattern: String, attrs: Vec<String> },
-    Clearattr { pattern: String, attrs: Vec<String> },
-    Rm { pattern: String, condition: Option<String> },
+    Setattr {
+        pattern: String,
+        pairs: Vec<(String, Option<String>)>,
+    },
+    Getattr {
+        pattern: String,
+        attrs: Vec<String>,
+    },
+    Clearattr {
+        pattern: String,
+        attrs: Vec<String>,
+    },
+    Rm {
+        pattern: String,
+        condition: Option<String>,
+    },
     /// `rm -rf <dir>` (also `-r`, `-R`, `-fr`, `-Rf`, `-fR`).
     RmTree(String),
 }
