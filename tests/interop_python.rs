@@ -47,6 +47,23 @@ async fn plain(b: Backend) {
     assert!(out.contains("SKIP session resume"), "{out}");
 }
 
+/// Constraints through the independent client (constraint commands, violations with code 21).
+async fn constraints(b: Backend) {
+    let srv = TestServer::start(b).await;
+    run_script(&srv, "constraints_check.py", &[]);
+}
+
+mod constraints {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::constraints(super::Backend::Sqlite).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        super::constraints(super::Backend::Postgres).await
+    }
+}
+
 async fn sessions_force(b: Backend) {
     let srv = TestServer::start_flags(b, &["--sessions", "force"]).await;
     let out = run_script(&srv, "scenario.py", &["--dir-names", "any", "--completeness"]);

@@ -140,6 +140,23 @@ def scenario(svc, tag, version):
         check(f"{tag} token", bool(r.token) and r.more, repr(r))
         svc.endQuery(token=r.token)
         expect_fault(f"{tag} nextQuery after endQuery", 1, svc.nextQuery, token=r.token)
+        expect_fault(f"{tag} second endQuery", 1, svc.endQuery, token=r.token)
+        # Native SQL, paged like query: the columns are the header names.
+        r = svc.sqlQuery(statement=f"SELECT FILE, size AS s FROM {base} WHERE size < 10 ORDER BY size DESC", pageSize=4)
+        check(f"{tag} sqlQuery columns", list(r.column) == ["FILE", "s"], repr(r.column))
+        rows = [list(row.value) for row in r.row]
+        while r.more:
+            r = svc.nextQuery(token=r.token, pageSize=4)
+            rows.extend(list(row.value) for row in r.row)
+        check(f"{tag} sqlQuery rows", rows == [[f"f{i:03d}", str(i)] for i in range(9, -1, -1)], repr(rows[:3]))
+        expect_fault(f"{tag} sqlQuery INSERT", 8, svc.sqlQuery, statement=f"INSERT INTO {base} (FILE) VALUES ('x')")
+        # Composite indexes.
+        svc.indexCreate(schemaName=base, indexName="by_size", attributeName=["size", "FILE"])
+        got = [(ix.name, list(ix.attributeName)) for ix in (svc.indexList(schemaName=base) or [])]
+        check(f"{tag} indexList", got == [("by_size", ["size", "FILE"])], repr(got))
+        expect_fault(f"{tag} indexCreate exists", 15, svc.indexCreate, schemaName=base, indexName="BY_SIZE", attributeName=["size"])
+        svc.indexRemove(schemaName=base, indexName="by_size")
+        check(f"{tag} indexList empty", not svc.indexList(schemaName=base), "")
 
     def faults():
         e = expect_fault(f"{tag} exists", 16, svc.createSchema, schemaName=base)

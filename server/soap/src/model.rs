@@ -31,6 +31,7 @@ pub enum Operation {
     IndexCreate,
     IndexRemove,
     IndexList,
+    SqlQuery,
 }
 
 macro_rules! operation_table {
@@ -83,6 +84,7 @@ operation_table! {
     IndexCreate => "indexCreate", "indexCreateResponse", "urn:ardacat:metadata:1#indexCreate";
     IndexRemove => "indexRemove", "indexRemoveResponse", "urn:ardacat:metadata:1#indexRemove";
     IndexList => "indexList", "indexListResponse", "urn:ardacat:metadata:1#indexList";
+    SqlQuery => "sqlQuery", "sqlQueryResponse", "urn:ardacat:metadata:1#sqlQuery";
 }
 
 impl Operation {
@@ -168,24 +170,82 @@ pub struct Index {
 pub enum Request {
     Ping,
     GetVersion,
-    CreateSchema { schema_name: String, attributes: Vec<Attribute>, plain: bool },
-    DropSchema { schema_name: String },
-    AddSchemaAttributes { schema_name: String, attributes: Vec<Attribute> },
-    RemoveSchemaAttributes { schema_name: String, attribute_names: Vec<String> },
-    ListSchemas { path: Option<String> },
-    DescribeSchema { schema_name: String },
-    CreateEntry { schema_name: String, entries: Vec<Entry> },
-    RemoveEntry { pattern: String, condition: Option<String> },
-    SetAttributes { pattern: String, condition: Option<String>, attributes: Vec<Attribute> },
-    GetAttributes { entry_names: Vec<String>, attribute_names: Vec<String> },
-    ClearAttributes { pattern: String, attribute_names: Vec<String> },
-    ListAttributes { entry_name: String },
-    Query { select: Vec<String>, condition: Option<String>, order_by: Option<String>, page_size: Option<u32> },
-    NextQuery { token: String, page_size: Option<u32> },
-    EndQuery { token: String },
-    IndexCreate { schema_name: String, index_name: String, attribute_names: Vec<String> },
-    IndexRemove { schema_name: String, index_name: String },
-    IndexList { schema_name: String },
+    CreateSchema {
+        schema_name: String,
+        attributes: Vec<Attribute>,
+        plain: bool,
+    },
+    DropSchema {
+        schema_name: String,
+    },
+    AddSchemaAttributes {
+        schema_name: String,
+        attributes: Vec<Attribute>,
+    },
+    RemoveSchemaAttributes {
+        schema_name: String,
+        attribute_names: Vec<String>,
+    },
+    ListSchemas {
+        path: Option<String>,
+    },
+    DescribeSchema {
+        schema_name: String,
+    },
+    CreateEntry {
+        schema_name: String,
+        entries: Vec<Entry>,
+    },
+    RemoveEntry {
+        pattern: String,
+        condition: Option<String>,
+    },
+    SetAttributes {
+        pattern: String,
+        condition: Option<String>,
+        attributes: Vec<Attribute>,
+    },
+    GetAttributes {
+        entry_names: Vec<String>,
+        attribute_names: Vec<String>,
+    },
+    ClearAttributes {
+        pattern: String,
+        attribute_names: Vec<String>,
+    },
+    ListAttributes {
+        entry_name: String,
+    },
+    Query {
+        select: Vec<String>,
+        condition: Option<String>,
+        order_by: Option<String>,
+        page_size: Option<u32>,
+    },
+    NextQuery {
+        token: String,
+        page_size: Option<u32>,
+    },
+    EndQuery {
+        token: String,
+    },
+    IndexCreate {
+        schema_name: String,
+        index_name: String,
+        attribute_names: Vec<String>,
+    },
+    IndexRemove {
+        schema_name: String,
+        index_name: String,
+    },
+    IndexList {
+        schema_name: String,
+    },
+    /// A native SQL `SELECT`, paged like `query` (continue with `nextQuery`).
+    SqlQuery {
+        statement: String,
+        page_size: Option<u32>,
+    },
 }
 
 impl Request {
@@ -211,6 +271,7 @@ impl Request {
             Request::IndexCreate { .. } => Operation::IndexCreate,
             Request::IndexRemove { .. } => Operation::IndexRemove,
             Request::IndexList { .. } => Operation::IndexList,
+            Request::SqlQuery { .. } => Operation::SqlQuery,
         }
     }
 }
@@ -282,6 +343,7 @@ pub enum Response {
     IndexList {
         indexes: Vec<Index>,
     },
+    SqlQuery(MDResult),
 }
 
 impl Response {
@@ -307,6 +369,7 @@ impl Response {
             Response::IndexCreate => Operation::IndexCreate,
             Response::IndexRemove => Operation::IndexRemove,
             Response::IndexList { .. } => Operation::IndexList,
+            Response::SqlQuery(_) => Operation::SqlQuery,
         }
     }
 }

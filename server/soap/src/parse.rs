@@ -288,6 +288,9 @@ fn parse_operation(lx: &mut Lexer<'_>, el: Elem) -> Result<Request, SoapError> {
             Request::IndexRemove { schema_name: f.string("schemaName")?, index_name: f.string("indexName")? }
         }
         Operation::IndexList => Request::IndexList { schema_name: f.string("schemaName")? },
+        Operation::SqlQuery => {
+            Request::SqlQuery { statement: f.string("statement")?, page_size: f.opt_u32("pageSize")? }
+        }
     };
     f.finish()?;
     Ok(req)

@@ -399,7 +399,7 @@ impl ResponseWriter {
         envelope_head(version, out);
         out.extend_from_slice(b"<soap:Body>");
         wrapper_open(out, op.response_name());
-        let stage = if matches!(op, Operation::Query | Operation::NextQuery) {
+        let stage = if matches!(op, Operation::Query | Operation::NextQuery | Operation::SqlQuery) {
             open(out, "result");
             Stage::ResultHead
         } else {
@@ -566,7 +566,7 @@ fn write_response_inner(version: SoapVersion, response: &Response, out: &mut Vec
                 w.entry(e, out)?;
             }
         }
-        Response::Query(r) | Response::NextQuery(r) => {
+        Response::Query(r) | Response::NextQuery(r) | Response::SqlQuery(r) => {
             return write_result(w, r, out);
         }
     }
@@ -794,6 +794,10 @@ fn write_request_inner(version: SoapVersion, request: &Request, out: &mut Vec<u8
             simple(out, "indexName", index_name, "indexName")?;
         }
         Request::IndexList { schema_name } => simple(out, "schemaName", schema_name, "schemaName")?,
+        Request::SqlQuery { statement, page_size } => {
+            simple(out, "statement", statement, "statement")?;
+            page(out, page_size);
+        }
     }
     close(out, op.name());
     out.extend_from_slice(ENVELOPE_TAIL);

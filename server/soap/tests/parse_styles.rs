@@ -145,6 +145,10 @@ fn cases() -> Vec<(&'static str, Request)> {
             Request::IndexRemove { schema_name: s("/a"), index_name: s("ix") },
         ),
         ("<P:indexList><P:schemaName>/a</P:schemaName></P:indexList>", Request::IndexList { schema_name: s("/a") }),
+        (
+            "<P:sqlQuery><P:statement>SELECT FILE FROM /a WHERE n &gt; 1</P:statement><P:pageSize>5</P:pageSize></P:sqlQuery>",
+            Request::SqlQuery { statement: s("SELECT FILE FROM /a WHERE n > 1"), page_size: Some(5) },
+        ),
     ]
 }
 

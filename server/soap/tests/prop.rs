@@ -85,6 +85,8 @@ fn request() -> impl Strategy<Value = Request> {
         (xml_string(), xml_string())
             .prop_map(|(schema_name, index_name)| Request::IndexRemove { schema_name, index_name }),
         xml_string().prop_map(|schema_name| Request::IndexList { schema_name }),
+        (xml_string(), prop::option::of(any::<u32>()))
+            .prop_map(|(statement, page_size)| Request::SqlQuery { statement, page_size }),
     ]
 }
 

@@ -266,6 +266,7 @@ fn sample_responses() -> Vec<Response> {
             ],
         },
         Response::IndexList { indexes: vec![] },
+        Response::SqlQuery(MDResult::default()),
     ]
 }
 

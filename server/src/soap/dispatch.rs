@@ -198,6 +198,11 @@ pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req
             cat.index_remove(s, &schema_name, &index_name).await?;
             Response::IndexRemove
         }
+        Request::SqlQuery { statement, page_size: ps } => {
+            let t = now();
+            let base = cat.new_sql_cursor(s, &statement, t);
+            Response::SqlQuery(page(cat, s, &base, None, page_size(cfg, ps), t).await?)
+        }
         Request::IndexList { schema_name } => Response::IndexList {
             indexes: cat
                 .index_list(s, &schema_name)
@@ -234,10 +239,16 @@ async fn page(
     size: usize,
     now: i64,
 ) -> Result<MDResult> {
-    let spec = state.spec();
-    let p = cat.query_page(s, &spec, after, size).await?;
+    let p = match &state.sql {
+        Some(statement) => cat.sql_page(s, statement, after, state.served, size).await?,
+        None => cat.query_page(s, &state.spec(), after, size).await?,
+    };
     crate::logging::add_rows(p.rows.len() as u64);
-    let token = p.next.as_ref().map(|k| cat.issue_token(&cat.continue_state(state, k, now)));
+    let token = p.next.as_ref().map(|k| {
+        let mut next = cat.continue_state(state, k, now);
+        next.served = state.served + p.rows.len() as u64;
+        cat.issue_token(&next)
+    });
     Ok(MDResult {
         more: token.is_some(),
         token,

@@ -25,8 +25,18 @@ pub struct CursorState {
     pub order_by: Option<String>,
     /// Keyset position, each value tagged with its type.
     pub after: Vec<String>,
+    /// A native SQL `SELECT` (SOAP `sqlQuery`) instead of `select`/`condition`/`order_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql: Option<String>,
+    /// Rows served by earlier pages (counts against the statement's own `LIMIT`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub served: u64,
     /// Unix seconds when the token was issued (for idle expiry).
     pub issued: i64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn encode_value(v: &Value) -> String {
@@ -129,8 +139,16 @@ impl<S: Store> Catalogue<S> {
             condition: spec.condition.clone(),
             order_by: spec.order_by.clone(),
             after: Vec::new(),
+            sql: None,
+            served: 0,
             issued: now,
         }
+    }
+
+    /// A fresh cursor for a native SQL `SELECT` (SOAP `sqlQuery`).
+    pub fn new_sql_cursor(&self, s: &Session<S>, statement: &str, now: i64) -> CursorState {
+        let spec = SelectSpec { select: Vec::new(), condition: String::new(), order_by: None };
+        CursorState { sql: Some(statement.to_string()), ..self.new_cursor(s, &spec, now) }
     }
 
     /// Encode a page's continuation into a new state (same query, later position).

@@ -578,36 +578,10 @@ impl<S: Store> Catalogue<S> {
         let cwd = s.cwd.clone();
         self.read(s, async |conn| {
             let mut plan = self.plan_select(conn, &who, &cwd, spec, after).await?;
-            let user_limit = plan.limit;
-            // One row more than the page tells whether another page exists.
-            plan.limit = Some(page_size as u64 + 1);
-            let ncols = plan.columns.len();
-            let key_types = plan.key_types();
-            let wire = WireRows::of(&plan);
-            let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
-            let producer = conn.select(&plan, tx);
-            let consumer = async move {
-                let mut rows = Vec::new();
-                let mut last_key = None;
-                let mut more = false;
-                while let Some(row) = rx.recv().await {
-                    let row = row?;
-                    if rows.len() == page_size {
-                        more = true;
-                        break;
-                    }
-                    last_key = Some(row[ncols..].to_vec());
-                    rows.push(wire.row(row));
-                }
-                Ok::<_, Error>((rows, last_key, more))
-            };
-            let (produced, consumed) = tokio::join!(producer, consumer);
-            let (rows, last_key, more) = consumed?;
-            produced?;
-            debug_assert!(last_key.as_ref().is_none_or(|k: &Vec<Value>| k.len() == key_types.len()));
             // A user `limit` is not honoured across pages; page through without one instead.
-            let _ = user_limit;
-            Ok(QueryPage { columns: spec.select.clone(), rows, next: if more { last_key } else { None } })
+            plan.limit = None;
+            let (rows, next) = collect_page(conn, plan, page_size).await?;
+            Ok(QueryPage { columns: spec.select.clone(), rows, next })
         })
         .await
         .map_err(|e| overflow_in(e, &spec.texts()))
@@ -767,6 +741,42 @@ fn overflow_in(e: Error, texts: &[Text<'_>]) -> Error {
         named = texts.iter().map(text).collect();
     }
     Error::Overflow(named.join(", "))
+}
+
+/// Runs `plan` for one page of at most `page_size` rows (its `limit` is replaced, its `after`
+/// kept): the rows, and the key of the last one when more rows follow. One row more than the
+/// page tells whether another page exists.
+pub(super) async fn collect_page<C: StoreConn>(
+    conn: &mut C,
+    mut plan: SelectPlan,
+    page_size: usize,
+) -> Result<(Vec<Vec<Option<String>>>, Option<Vec<Value>>)> {
+    plan.limit = Some(page_size as u64 + 1);
+    let ncols = plan.columns.len();
+    let key_types = plan.key_types();
+    let wire = WireRows::of(&plan);
+    let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
+    let producer = conn.select(&plan, tx);
+    let consumer = async move {
+        let mut rows = Vec::new();
+        let mut last_key = None;
+        let mut more = false;
+        while let Some(row) = rx.recv().await {
+            let row = row?;
+            if rows.len() == page_size {
+                more = true;
+                break;
+            }
+            last_key = Some(row[ncols..].to_vec());
+            rows.push(wire.row(row));
+        }
+        Ok::<_, Error>((rows, last_key, more))
+    };
+    let (produced, consumed) = tokio::join!(producer, consumer);
+    let (rows, last_key, more) = consumed?;
+    produced?;
+    debug_assert!(last_key.as_ref().is_none_or(|k: &Vec<Value>| k.len() == key_types.len()));
+    Ok((rows, if more { last_key } else { None }))
 }
 
 /// Turns the rows a store returns for a plan into wire rows: the plan's columns only (the

@@ -275,6 +275,50 @@ impl<S: Store> Catalogue<S> {
         .await
     }
 
+    /// One page of a native SQL `SELECT` (SOAP `sqlQuery`): the header (one name per column, as
+    /// the TCP reply's header lines), at most `page_size` rows continuing strictly after `after`
+    /// (a previous page's `next`), and the key of the last row when more follow. The statement's
+    /// own `LIMIT` counts over all pages (`served`: rows of earlier pages); its `OFFSET` applies
+    /// to the first page only (later pages continue by key). Other statements are code 8.
+    pub async fn sql_page(
+        &self,
+        s: &mut Session<S>,
+        statement: &str,
+        after: Option<Vec<Value>>,
+        served: u64,
+        page_size: usize,
+    ) -> Result<super::QueryPage> {
+        let sel = match sql::parse_on_own_stack(statement).await? {
+            Statement::Select(sel) => sel,
+            _ => return Err(Error::IllegalQuery("sqlQuery answers SELECT statements only".into())),
+        };
+        let who = s.principal.clone();
+        let cwd = s.cwd.clone();
+        self.join_limit(sel.from.len())?;
+        self.read(s, async |conn| {
+            let mut tables = Vec::new();
+            for t in &sel.from {
+                tables.push(self.sql_table(conn, &who, &cwd, t, READ).await?);
+            }
+            let scope = SqlScope { tables, cwd: cwd.clone(), write: false };
+            let (mut plan, headers) = plan_select(&scope, &who, sel)?;
+            let remaining = plan.limit.map(|l| l.saturating_sub(served));
+            let take = remaining.map_or(page_size, |r| usize::try_from(r).unwrap_or(usize::MAX).min(page_size));
+            if after.is_some() {
+                plan.offset = None;
+            }
+            plan.after = after;
+            if take == 0 {
+                return Ok(super::QueryPage { columns: headers, rows: Vec::new(), next: None });
+            }
+            let (rows, next) = super::entries::collect_page(conn, plan, take).await?;
+            // The statement's LIMIT is reached with this page: nothing follows.
+            let next = next.filter(|_| remaining.is_none_or(|r| r > take as u64));
+            Ok(super::QueryPage { columns: headers, rows, next })
+        })
+        .await
+    }
+
     async fn sql_insert(&self, s: &mut Session<S>, ins: Insert) -> Result<u64> {
         let max = self.inner.config.max_bulk_entries;
         if ins.rows.len() > max {

@@ -57,6 +57,8 @@ pub(crate) enum Field {
     HeaderText,
     /// `indexName` (indexCreate, indexRemove).
     IndexName,
+    /// `statement` (sqlQuery).
+    Statement,
 }
 
 /// XSD kind of a slot, i.e. the conversion the full parser applies.
@@ -70,7 +72,7 @@ pub(crate) enum Kind {
 
 impl Field {
     /// Every field, in declaration order (`Field::ALL[f as usize] == f`).
-    const ALL: [Field; 21] = [
+    const ALL: [Field; 22] = [
         Field::SchemaName,
         Field::Pattern,
         Field::Condition,
@@ -92,6 +94,7 @@ impl Field {
         Field::EntryNameAt,
         Field::HeaderText,
         Field::IndexName,
+        Field::Statement,
     ];
 
     pub(crate) fn kind(self) -> Kind {
@@ -365,6 +368,7 @@ impl Layout {
             }
             Request::IndexRemove { .. } => Request::IndexRemove { schema_name: e(), index_name: e() },
             Request::IndexList { .. } => Request::IndexList { schema_name: e() },
+            Request::SqlQuery { page_size, .. } => Request::SqlQuery { statement: e(), page_size: *page_size },
         };
         Some(Layout {
             shell,
@@ -522,6 +526,7 @@ fn request_heap(r: &Request) -> usize {
         }
         Request::IndexRemove { schema_name, index_name } => s(schema_name) + s(index_name),
         Request::IndexList { schema_name } => s(schema_name),
+        Request::SqlQuery { statement, .. } => s(statement),
     }
 }
 
@@ -723,9 +728,13 @@ pub(crate) fn dest_mut(req: &mut Request, field: Field, i: u32, j: u32) -> Optio
         (Field::EntryName, Request::ListAttributes { entry_name }) => DestMut::Str(entry_name),
         (Field::Token, Request::NextQuery { token, .. } | Request::EndQuery { token }) => DestMut::Str(token),
         (Field::Plain, Request::CreateSchema { plain, .. }) => DestMut::Bool(plain),
-        (Field::PageSize, Request::Query { page_size, .. } | Request::NextQuery { page_size, .. }) => {
-            DestMut::OptU32(page_size)
-        }
+        (Field::Statement, Request::SqlQuery { statement, .. }) => DestMut::Str(statement),
+        (
+            Field::PageSize,
+            Request::Query { page_size, .. }
+            | Request::NextQuery { page_size, .. }
+            | Request::SqlQuery { page_size, .. },
+        ) => DestMut::OptU32(page_size),
         (
             Field::AttrName | Field::AttrType | Field::AttrValue,
             Request::CreateSchema { attributes, .. }
@@ -966,6 +975,7 @@ impl Recorder {
                     (_, "plain") => (simple(Field::Plain, 0), None),
                     (_, "pageSize") => (simple(Field::PageSize, 0), None),
                     (_, "indexName") => (simple(Field::IndexName, 0), None),
+                    (_, "statement") => (simple(Field::Statement, 0), None),
                     (Operation::ListAttributes, "entryName") => (simple(Field::EntryName, 0), None),
                     (Operation::GetAttributes, "entryName") => {
                         self.n_entry_name += 1;

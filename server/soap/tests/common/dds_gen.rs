@@ -234,6 +234,12 @@ pub fn tree(req: &Request) -> N {
             k.push(s("indexName", index_name));
         }
         Request::IndexList { schema_name } => k.push(s("schemaName", schema_name)),
+        Request::SqlQuery { statement, page_size } => {
+            k.push(s("statement", statement));
+            if let Some(p) = page_size {
+                k.push(s("pageSize", &p.to_string()));
+            }
+        }
     }
     N::E(op, k)
 }
