@@ -1,8 +1,8 @@
 //! How the HTTP port serves connections: the accept loop (admission by `crate::admission`, a
 //! `503` with `Retry-After` for a refused client, TLS handshakes bounded in number and time,
 //! TCP_NODELAY), and one connection served by hyper's HTTP/1 server under a watchdog that closes
-//! slow and idle clients: the request header within `http_header_timeout_ms`, the body at
-//! `http_body_min_rate` after `http_body_timeout_ms`, a kept-alive connection idle, or a response
+//! slow and idle clients: the request header within `http_header_timeout_ms`, the body (timed
+//! from when the handler asks for it) at `http_body_min_rate` after `http_body_timeout_ms`, a kept-alive connection idle, or a response
 //! left unread, for at most `http_idle_timeout_ms`. Each close is counted by phase. It serves
 //! whatever router it is given; it must not route, authenticate or know SOAP.
 
@@ -232,8 +232,9 @@ impl Clock {
         match *self.phase.lock().unwrap_or_else(|e| e.into_inner()) {
             Phase::Header { since } => Some((since + l.header, HttpTimeout::Header)),
             Phase::Body { since, bytes } => {
+                // Rate 0: the whole body within `body`.
                 let earned = match l.body_rate {
-                    0 => Duration::MAX,
+                    0 => Duration::ZERO,
                     rate => Duration::from_secs_f64(bytes as f64 / rate as f64),
                 };
                 since.checked_add(l.body.saturating_add(earned)).map(|d| (d, HttpTimeout::Body))
@@ -278,10 +279,22 @@ impl Clock {
         });
     }
 
-    fn request(&self, has_body: bool) {
+    fn request(&self) {
         self.update(|p| {
-            *p = if has_body { Phase::Body { since: Instant::now(), bytes: 0 } } else { Phase::Busy { blocked: None } };
+            *p = Phase::Busy { blocked: None };
             true
+        });
+    }
+
+    /// The handler asks for the request body: from now on the server waits for the client. (Time
+    /// the handler spends before, authenticating for instance, is not the client's.)
+    fn body_wanted(&self) {
+        self.update(|p| match p {
+            Phase::Busy { .. } => {
+                *p = Phase::Body { since: Instant::now(), bytes: 0 };
+                true
+            }
+            _ => false,
         });
     }
 
@@ -392,9 +405,10 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for ConnService {
 
     fn call(&self, req: Request<hyper::body::Incoming>) -> Self::Future {
         let (mut parts, body) = req.into_parts();
-        self.clock.request(!body.is_end_stream());
+        self.clock.request();
         parts.extensions.insert(self.peer.clone());
-        let body = Body::new(RequestBody { inner: Body::new(body), clock: self.clock.clone() });
+        let started = body.is_end_stream();
+        let body = Body::new(RequestBody { inner: Body::new(body), clock: self.clock.clone(), started });
         let req = Request::from_parts(parts, body);
         let (router, clock) = (self.router.clone(), self.clock.clone());
         Box::pin(async move {
@@ -407,10 +421,12 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for ConnService {
     }
 }
 
-/// A request body that reports its progress and its end to the clock.
+/// A request body that reports its start, progress and end to the clock.
 struct RequestBody {
     inner: Body,
     clock: Arc<Clock>,
+    /// The clock knows the body is being read (or there is none).
+    started: bool,
 }
 
 impl HttpBody for RequestBody {
@@ -418,6 +434,10 @@ impl HttpBody for RequestBody {
     type Error = axum::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        if !self.started {
+            self.started = true;
+            self.clock.body_wanted();
+        }
         let r = Pin::new(&mut self.inner).poll_frame(cx);
         match &r {
             Poll::Ready(Some(Ok(frame))) => {
@@ -495,7 +515,9 @@ mod tests {
             Some((at, HttpTimeout::Header)) => at - Duration::from_secs(10),
             other => panic!("a new connection waits for a header: {other:?}"),
         };
-        clock.request(true);
+        clock.request();
+        assert_eq!(clock.deadline(), None);
+        clock.body_wanted();
         let body_start = match *clock.phase.lock().unwrap() {
             Phase::Body { since, .. } => since,
             other => panic!("{other:?}"),
