@@ -23,6 +23,7 @@ on_both_backends!(
     http_refusal_past_max_http_connections,
     http_flood_from_one_address,
     http_slow_and_idle_clients_closed,
+    http_unread_responses_closed,
     db_pool_exhaustion_answered_within_the_wait,
 );
 
@@ -392,4 +393,37 @@ async fn db_pool_exhaustion_answered_within_the_wait(b: Backend) {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(stat(&mut other, "db_acquire_timeouts_total").await >= 2);
     assert_eq!(stat(&mut other, "db_acquire_waiting").await, 0);
+}
+
+/// A client that pipelines requests and never reads the answers: once the socket buffers are
+/// full the server's write makes no progress, and after `http_idle_timeout_ms` the connection is
+/// closed and counted; others are served meanwhile.
+async fn http_unread_responses_closed(b: Backend) {
+    let srv = TestServer::start_flags(b, &["--http-idle-timeout-ms", "500"]).await;
+    let mut greedy = TcpStream::connect(srv.http).await.unwrap();
+    let wsdl = "GET /soap?wsdl HTTP/1.1\r\nHost: x\r\n\r\n".repeat(2000);
+    greedy.write_all(wsdl.as_bytes()).await.unwrap();
+    let key = "http_timeouts_total{phase=\"write\"}";
+    let mut stalled = 0.0;
+    for _ in 0..400 {
+        let answer = http_exchange(srv.http, &soap_request(PING)).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        stalled = metric(srv.http, key).await;
+        if stalled > 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(stalled, 1.0, "the stalled connection must be closed and counted");
+    // What it can still read ends: the server closed it.
+    let mut sink = vec![0u8; 1 << 20];
+    let mut total = 0usize;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), greedy.read(&mut sink)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => total += n,
+            Err(_) => panic!("the stalled connection stays open"),
+        }
+    }
+    assert!(total > 0, "some answers were written before the stall");
 }

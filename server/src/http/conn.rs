@@ -202,8 +202,9 @@ enum Phase {
     /// The request is being handled and answered; `blocked` is set while a write waits for the
     /// client to read.
     Busy { blocked: Option<Instant> },
-    /// Between requests on a kept-alive connection.
-    Idle { since: Instant },
+    /// Between requests on a kept-alive connection; `blocked` as in `Busy` (the end of the last
+    /// response may still wait for the client to read).
+    Idle { since: Instant, blocked: Option<Instant> },
 }
 
 /// The watchdog's view of one connection, updated by the I/O wrapper, the service and the body
@@ -241,7 +242,9 @@ impl Clock {
             }
             Phase::Busy { blocked: Some(since) } => Some((since + l.idle, HttpTimeout::Write)),
             Phase::Busy { blocked: None } => None,
-            Phase::Idle { since } => Some((since + l.idle, HttpTimeout::Idle)),
+            Phase::Idle { since, blocked: None } => Some((since + l.idle, HttpTimeout::Idle)),
+            // A client that does not read the last response is stalling, not idle.
+            Phase::Idle { since, blocked: Some(b) } => Some((since.min(b) + l.idle, HttpTimeout::Write)),
         }
     }
 
@@ -319,7 +322,11 @@ impl Clock {
 
     fn response_done(&self) {
         self.update(|p| {
-            *p = Phase::Idle { since: Instant::now() };
+            let blocked = match p {
+                Phase::Busy { blocked } => *blocked,
+                _ => None,
+            };
+            *p = Phase::Idle { since: Instant::now(), blocked };
             true
         });
     }
@@ -327,11 +334,11 @@ impl Clock {
     /// A write could not go on (`true`) or went on (`false`).
     fn write_blocked(&self, blocked_now: bool) {
         self.update(|p| match p {
-            Phase::Busy { blocked } if blocked_now && blocked.is_none() => {
+            Phase::Busy { blocked } | Phase::Idle { blocked, .. } if blocked_now && blocked.is_none() => {
                 *blocked = Some(Instant::now());
                 true
             }
-            Phase::Busy { blocked } if !blocked_now && blocked.is_some() => {
+            Phase::Busy { blocked } | Phase::Idle { blocked, .. } if !blocked_now && blocked.is_some() => {
                 *blocked = None;
                 true
             }
@@ -533,6 +540,10 @@ mod tests {
         assert_eq!(clock.deadline(), None);
         clock.response_done();
         assert!(matches!(clock.deadline(), Some((at, HttpTimeout::Idle)) if at >= start + Duration::from_secs(60)));
+        // The end of the last response left unread is a stall, not idleness.
+        clock.write_blocked(true);
+        assert!(matches!(clock.deadline(), Some((_, HttpTimeout::Write))));
+        clock.write_blocked(false);
         // The first byte of the next request starts its header time.
         clock.read();
         assert!(matches!(clock.deadline(), Some((_, HttpTimeout::Header))));
