@@ -335,3 +335,12 @@ def test_config_file(server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyP
     (tmp_path / "mdclient.config").write_text(f"Host = {server.host}\nPort = {server.port}\nLogin = root\n")
     with ardacat.connect() as c:
         assert c.whoami() == "root"
+
+
+def test_refusal_instead_of_greeting_is_shown() -> None:
+    from ardacat._proto import ClientProtocol
+
+    p = ClientProtocol("root", "secret")
+    p.receive_data(b"19 Server busy: too many connections; try again later\n")
+    with pytest.raises(ConnectError, match="refused the connection: 19 Server busy: too many connections"):
+        p.receive_eof()
