@@ -106,7 +106,8 @@ pub struct Config {
     /// HTTP: milliseconds a request body may take, plus one second per `http_body_min_rate`
     /// bytes received (a body slower than that rate is cut off).
     pub http_body_timeout_ms: u64,
-    /// HTTP: the minimum body rate, in bytes per second, that extends `http_body_timeout_ms`.
+    /// HTTP: the minimum body rate, in bytes per second, that extends `http_body_timeout_ms`
+    /// (0: the whole body within `http_body_timeout_ms`).
     pub http_body_min_rate: u64,
     /// HTTP: milliseconds a kept-alive connection may sit idle between requests, and the longest
     /// a client may leave a response unread.

@@ -371,3 +371,12 @@ def test_native_sql(conn: ardacat.Connection, coll: str) -> None:
     with pytest.raises(CommandError) as e:
         list(conn.sql(f"SELECT FROM {coll} WHERE"))
     assert e.value.code == 8
+
+
+def test_refusal_instead_of_greeting_is_shown() -> None:
+    from ardacat._proto import ClientProtocol
+
+    p = ClientProtocol("root", "secret")
+    p.receive_data(b"19 Server busy: too many connections; try again later\n")
+    with pytest.raises(ConnectError, match="refused the connection: 19 Server busy: too many connections"):
+        p.receive_eof()

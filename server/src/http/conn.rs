@@ -1,8 +1,8 @@
 //! How the HTTP port serves connections: the accept loop (admission by `crate::admission`, a
 //! `503` with `Retry-After` for a refused client, TLS handshakes bounded in number and time,
 //! TCP_NODELAY), and one connection served by hyper's HTTP/1 server under a watchdog that closes
-//! slow and idle clients: the request header within `http_header_timeout_ms`, the body at
-//! `http_body_min_rate` after `http_body_timeout_ms`, a kept-alive connection idle, or a response
+//! slow and idle clients: the request header within `http_header_timeout_ms`, the body (timed
+//! from when the handler asks for it) at `http_body_min_rate` after `http_body_timeout_ms`, a kept-alive connection idle, or a response
 //! left unread, for at most `http_idle_timeout_ms`. Each close is counted by phase. It serves
 //! whatever router it is given; it must not route, authenticate or know SOAP.
 
@@ -202,8 +202,9 @@ enum Phase {
     /// The request is being handled and answered; `blocked` is set while a write waits for the
     /// client to read.
     Busy { blocked: Option<Instant> },
-    /// Between requests on a kept-alive connection.
-    Idle { since: Instant },
+    /// Between requests on a kept-alive connection; `blocked` as in `Busy` (the end of the last
+    /// response may still wait for the client to read).
+    Idle { since: Instant, blocked: Option<Instant> },
 }
 
 /// The watchdog's view of one connection, updated by the I/O wrapper, the service and the body
@@ -232,15 +233,18 @@ impl Clock {
         match *self.phase.lock().unwrap_or_else(|e| e.into_inner()) {
             Phase::Header { since } => Some((since + l.header, HttpTimeout::Header)),
             Phase::Body { since, bytes } => {
+                // Rate 0: the whole body within `body`.
                 let earned = match l.body_rate {
-                    0 => Duration::MAX,
+                    0 => Duration::ZERO,
                     rate => Duration::from_secs_f64(bytes as f64 / rate as f64),
                 };
                 since.checked_add(l.body.saturating_add(earned)).map(|d| (d, HttpTimeout::Body))
             }
             Phase::Busy { blocked: Some(since) } => Some((since + l.idle, HttpTimeout::Write)),
             Phase::Busy { blocked: None } => None,
-            Phase::Idle { since } => Some((since + l.idle, HttpTimeout::Idle)),
+            Phase::Idle { since, blocked: None } => Some((since + l.idle, HttpTimeout::Idle)),
+            // A client that does not read the last response is stalling, not idle.
+            Phase::Idle { since, blocked: Some(b) } => Some((since.min(b) + l.idle, HttpTimeout::Write)),
         }
     }
 
@@ -278,10 +282,22 @@ impl Clock {
         });
     }
 
-    fn request(&self, has_body: bool) {
+    fn request(&self) {
         self.update(|p| {
-            *p = if has_body { Phase::Body { since: Instant::now(), bytes: 0 } } else { Phase::Busy { blocked: None } };
+            *p = Phase::Busy { blocked: None };
             true
+        });
+    }
+
+    /// The handler asks for the request body: from now on the server waits for the client. (Time
+    /// the handler spends before, authenticating for instance, is not the client's.)
+    fn body_wanted(&self) {
+        self.update(|p| match p {
+            Phase::Busy { .. } => {
+                *p = Phase::Body { since: Instant::now(), bytes: 0 };
+                true
+            }
+            _ => false,
         });
     }
 
@@ -306,7 +322,11 @@ impl Clock {
 
     fn response_done(&self) {
         self.update(|p| {
-            *p = Phase::Idle { since: Instant::now() };
+            let blocked = match p {
+                Phase::Busy { blocked } => *blocked,
+                _ => None,
+            };
+            *p = Phase::Idle { since: Instant::now(), blocked };
             true
         });
     }
@@ -314,11 +334,11 @@ impl Clock {
     /// A write could not go on (`true`) or went on (`false`).
     fn write_blocked(&self, blocked_now: bool) {
         self.update(|p| match p {
-            Phase::Busy { blocked } if blocked_now && blocked.is_none() => {
+            Phase::Busy { blocked } | Phase::Idle { blocked, .. } if blocked_now && blocked.is_none() => {
                 *blocked = Some(Instant::now());
                 true
             }
-            Phase::Busy { blocked } if !blocked_now && blocked.is_some() => {
+            Phase::Busy { blocked } | Phase::Idle { blocked, .. } if !blocked_now && blocked.is_some() => {
                 *blocked = None;
                 true
             }
@@ -392,9 +412,10 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for ConnService {
 
     fn call(&self, req: Request<hyper::body::Incoming>) -> Self::Future {
         let (mut parts, body) = req.into_parts();
-        self.clock.request(!body.is_end_stream());
+        self.clock.request();
         parts.extensions.insert(self.peer.clone());
-        let body = Body::new(RequestBody { inner: Body::new(body), clock: self.clock.clone() });
+        let started = body.is_end_stream();
+        let body = Body::new(RequestBody { inner: Body::new(body), clock: self.clock.clone(), started });
         let req = Request::from_parts(parts, body);
         let (router, clock) = (self.router.clone(), self.clock.clone());
         Box::pin(async move {
@@ -407,10 +428,12 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for ConnService {
     }
 }
 
-/// A request body that reports its progress and its end to the clock.
+/// A request body that reports its start, progress and end to the clock.
 struct RequestBody {
     inner: Body,
     clock: Arc<Clock>,
+    /// The clock knows the body is being read (or there is none).
+    started: bool,
 }
 
 impl HttpBody for RequestBody {
@@ -418,6 +441,10 @@ impl HttpBody for RequestBody {
     type Error = axum::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        if !self.started {
+            self.started = true;
+            self.clock.body_wanted();
+        }
         let r = Pin::new(&mut self.inner).poll_frame(cx);
         match &r {
             Poll::Ready(Some(Ok(frame))) => {
@@ -495,7 +522,9 @@ mod tests {
             Some((at, HttpTimeout::Header)) => at - Duration::from_secs(10),
             other => panic!("a new connection waits for a header: {other:?}"),
         };
-        clock.request(true);
+        clock.request();
+        assert_eq!(clock.deadline(), None);
+        clock.body_wanted();
         let body_start = match *clock.phase.lock().unwrap() {
             Phase::Body { since, .. } => since,
             other => panic!("{other:?}"),
@@ -511,6 +540,10 @@ mod tests {
         assert_eq!(clock.deadline(), None);
         clock.response_done();
         assert!(matches!(clock.deadline(), Some((at, HttpTimeout::Idle)) if at >= start + Duration::from_secs(60)));
+        // The end of the last response left unread is a stall, not idleness.
+        clock.write_blocked(true);
+        assert!(matches!(clock.deadline(), Some((_, HttpTimeout::Write))));
+        clock.write_blocked(false);
         // The first byte of the next request starts its header time.
         clock.read();
         assert!(matches!(clock.deadline(), Some((_, HttpTimeout::Header))));

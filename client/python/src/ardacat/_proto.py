@@ -212,6 +212,10 @@ class ClientProtocol:
     def receive_eof(self) -> None:
         state = self._state
         self._state = _CLOSED
+        if state == _GREETING and self._greeting_lines:
+            # A server past its connection limits sends one status line instead of the
+            # greeting, then closes: show it.
+            raise ConnectError(f"the server refused the connection: {self._greeting_lines[0][:200]}")
         if state in (_GREETING, _OK, _TLS):
             raise ConnectError("the server closed the connection during the handshake")
         if state in (_STATUS, _DATA):
