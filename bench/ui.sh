@@ -4,9 +4,11 @@
 # binaries (cargo build --release -p ardacat-server -p ardacat-client), curl and psql. The times are
 # curl's time to first byte on loopback (the server's time plus a loopback round trip); each page is
 # fetched 5 times and the best and median are printed. Heavy (it loads 1M entries): run by hand.
+# ENTRIES=N loads fewer, BACKENDS="sqlite" runs one backend, ARDACAT_BIN_DIR=target/debug uses other binaries.
 set -euo pipefail
-B="$(dirname "$0")/../target/release/ardacat"
-S="$(dirname "$0")/../target/release/ardacat-server"
+BIN=${ARDACAT_BIN_DIR:-"$(dirname "$0")/../target/release"}
+B="$BIN/ardacat"
+S="$BIN/ardacat-server"
 export ARDACAT_PASSWORD=pw ARDACAT_ROOT_PASSWORD=pw
 ENTRIES=${ENTRIES:-1000000}
 for backend in ${BACKENDS:-sqlite postgres}; do
