@@ -155,7 +155,8 @@ impl Browser<'_> {
     }
 
     async fn wait_stale(&self, old: &str) {
-        for _ in 0..200 {
+        // Generous: the machine may be busy with builds.
+        for _ in 0..2400 {
             let v = self.cmd("GET", &format!("/element/{old}/name"), None).await;
             if v.get("error").is_some() {
                 return;

@@ -101,10 +101,11 @@ pub(crate) fn redirect(to: &str) -> Response {
     r
 }
 
-/// A local UI address to return to (never another site: `//host` and `/\host` are refused).
+/// A local UI address to return to: under `/ui/` (so never another site), without `..` or
+/// backslashes or line breaks.
 pub(crate) fn safe_back(to: Option<&str>) -> String {
     match to {
-        Some(t) if t.starts_with("/ui/") && !t.starts_with("//") && !t.contains('\\') && !t.contains("\n") => {
+        Some(t) if t.starts_with("/ui/") && !t.contains("/..") && !t.contains('\\') && !t.contains(['\r', '\n']) => {
             t.to_string()
         }
         _ => "/ui/browse/".to_string(),
@@ -387,4 +388,20 @@ fn asset(content_type: &'static str, text: &'static str) -> Response {
         text,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_addresses_stay_in_the_ui() {
+        assert_eq!(safe_back(Some("/ui/browse/a?q=1")), "/ui/browse/a?q=1");
+        for bad in
+            ["//evil.example/ui/", "https://evil.example/", "/ui/../soap", "/ui/\\evil", "/ui/a\r\nX: y", "/soap"]
+        {
+            assert_eq!(safe_back(Some(bad)), "/ui/browse/", "{bad:?}");
+        }
+        assert_eq!(safe_back(None), "/ui/browse/");
+    }
 }
