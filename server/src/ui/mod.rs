@@ -365,6 +365,15 @@ async fn status(State(st): State<Arc<UiState>>, headers: HeaderMap, uri: Uri) ->
         ));
     }
     body.push_str("</tbody></table></div>");
+    body.push_str(&format!(
+        "<section aria-labelledby=\"h-account\"><h2 id=\"h-account\">Your account</h2>\
+         <form method=\"post\" action=\"/ui/do\" class=\"action\" id=\"form-passwd\">{}\
+         <input type=\"hidden\" name=\"op\" value=\"user_passwd\"><input type=\"hidden\" name=\"user\" value=\"{}\">\
+         <input type=\"hidden\" name=\"back\" value=\"/ui/status\"><label>New password <input name=\"password\" type=\"password\" \
+         autocomplete=\"new-password\" required></label><button type=\"submit\">Change my password</button></form></section>",
+        csrf_field(&ctx.web.csrf),
+        esc(&ctx.web.principal.user)
+    ));
     html_response(StatusCode::OK, ctx.page("Status", &body))
 }
 
