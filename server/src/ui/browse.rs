@@ -947,6 +947,7 @@ async fn export_of(
                     esc(&back)
                 );
                 r = html_response(super::status_of(&e), ctx.page("Error", &body));
+                r.extensions_mut().insert(super::OutcomeCode(i64::from(e.code())));
             }
             return r;
         }
