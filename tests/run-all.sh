@@ -3,6 +3,8 @@
 #   - PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth), started if it is installed but down;
 #   - gSOAP (wsdl2h, soapcpp2, libgsoap) for the SOAP interop test, installed with apt-get if missing;
 #   - promtool (Debian package prometheus) for the /metrics format test (tests/ops.rs), likewise;
+#   - headless Chromium and its WebDriver (Debian packages chromium, chromium-driver) for the browser
+#     test of the web interface (tests/ui_browser.rs), likewise;
 #   - a Python venv with zeep for the SOAP interop test, and pytest, cryptography, mypy, setuptools and wheel
 #     for the Python client's suite (target/interop-venv).
 # Nothing is skipped: if a dependency cannot be provided, the run fails.
@@ -29,6 +31,11 @@ fi
 if ! command -v promtool >/dev/null; then
     log "installing promtool (Debian package prometheus)"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    log "installing Chromium and its WebDriver (Debian packages chromium chromium-driver)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
 fi
 
 venv=target/interop-venv

@@ -38,7 +38,8 @@ on_both_backends!(
     entry_permission_changes,
     entry_acl_cleanup,
     live_changes,
-    wrong_password
+    wrong_password,
+    https_web_ui
 );
 
 const ALICE_DN: &str = "/C=CH/O=Org/CN=Alice";
@@ -1003,4 +1004,77 @@ async fn wrong_password(b: Backend) {
     assert_eq!(status, 200, "{body}");
     // Another client is not disturbed by the failures.
     assert_eq!(ok(&mut root, "whoami").await, vec!["root"]);
+}
+
+// ------------------------------------------------------------------------------------------
+// The web interface over HTTPS: login by client certificate, Secure cookies
+
+/// One HTTPS request; returns (status, head, body) (the body as sent, not de-chunked).
+async fn https_request(
+    addr: SocketAddr,
+    tls: &TlsConnector,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let mut s = tls.connect(ServerName::try_from("localhost").expect("name"), tcp).await.expect("tls");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.write_all(req.as_bytes()).await.expect("write");
+    s.flush().await.expect("flush");
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut raw)).await.expect("response in time");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, head.to_string(), rest.to_string())
+}
+
+/// The `name=value` of a `Set-Cookie` header for cookie `name`, and the whole header line.
+fn set_cookie<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:") && l[11..].trim().starts_with(&format!("{name}=")))
+}
+
+async fn https_web_ui(b: Backend) {
+    let pki = Pki::new();
+    let srv = start(b, &pki).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, "user_create alice apw").await;
+    ok(&mut root, &format!("user_subject_add alice '{ALICE_DN}'")).await;
+    let with_cert = pki.client(Some(&pki.alice), false);
+
+    // The login page offers the verified certificate; its CSRF cookie is Secure.
+    let (status, head, body) = https_request(srv.http, &with_cert, "GET", "/ui/login", &[], "").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Log in with this certificate") && body.contains(ALICE_DN), "{body}");
+    let line = set_cookie(&head, "ardacat_login_csrf").expect("login csrf cookie");
+    assert!(line.contains("Secure") && line.contains("HttpOnly"), "{line}");
+    let token = line[11..].trim().split(';').next().unwrap().split_once('=').unwrap().1.to_string();
+
+    // Login by certificate: a Secure, HttpOnly, SameSite=Strict session cookie.
+    let cookie = format!("ardacat_login_csrf={token}");
+    let form = format!("csrf={token}&certificate=1&next=%2Fui%2Fbrowse%2F");
+    let headers = [("Cookie", cookie.as_str()), ("Content-Type", "application/x-www-form-urlencoded")];
+    let (status, head, body) = https_request(srv.http, &with_cert, "POST", "/ui/login", &headers, &form).await;
+    assert_eq!(status, 303, "{head}{body}");
+    let line = set_cookie(&head, "ardacat_session").expect("session cookie");
+    for flag in ["Secure", "HttpOnly", "SameSite=Strict", "Max-Age="] {
+        assert!(line.contains(flag), "{flag} missing: {line}");
+    }
+    let session = line[11..].trim().split(';').next().unwrap().to_string();
+    let (status, _, body) =
+        https_request(srv.http, &with_cert, "GET", "/ui/browse/", &[("Cookie", &session)], "").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("<span class=\"who\">alice</span>"), "{body}");
+
+    // Without a certificate the certificate login is refused (and counted as a failure).
+    let anon = pki.client(None, false);
+    let (status, _, body) = https_request(srv.http, &anon, "POST", "/ui/login", &headers, &form).await;
+    assert_eq!(status, 401, "{body}");
 }

@@ -352,6 +352,14 @@ async fn admin_and_status(b: Backend) {
     let ccsrf = carol.csrf().await;
     let r = carol.post("/ui/do", &[("csrf", &ccsrf), ("op", "user_create"), ("user", "eve"), ("password", "x")]).await;
     assert_eq!(r.status, 403);
+    // carol changes her own password from the status page; her other sessions end, this one stays.
+    let mut carol2 = logged_in(&server, "carol", "cpw").await;
+    let r =
+        carol.post("/ui/do", &[("csrf", &ccsrf), ("op", "user_passwd"), ("user", "carol"), ("password", "new")]).await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(carol.get("/ui/browse/").await.status, 200);
+    assert_eq!(carol2.get("/ui/browse/").await.status, 303, "the other session ended");
+    assert_eq!(Web::new(server.http).login("carol", "cpw").await.status, 401);
     // Removing a user asks first.
     let rm = [("csrf", csrf.as_str()), ("op", "user_remove"), ("user", "carol"), ("back", "/ui/admin")];
     assert!(w.post("/ui/do", &rm).await.body.contains("Confirm removal"));

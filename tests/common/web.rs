@@ -70,9 +70,47 @@ pub async fn request(addr: SocketAddr, method: &str, target: &str, headers: &[(&
     req.push_str("\r\n");
     req.push_str(body);
     s.write_all(req.as_bytes()).await.expect("send");
+    // Read the head, then exactly the body (some servers keep the connection open).
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).await.expect("read");
+    let mut buf = [0u8; 16384];
+    loop {
+        let n = s.read(&mut buf).await.expect("read");
+        raw.extend_from_slice(&buf[..n]);
+        if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            let chunked = head.contains("transfer-encoding: chunked");
+            let complete = match (length, chunked) {
+                (Some(n), _) => raw.len() >= end + 4 + n,
+                (None, true) => chunked_complete(&raw[end + 4..]),
+                (None, false) => n == 0,
+            };
+            if complete || n == 0 {
+                break;
+            }
+        } else if n == 0 {
+            break;
+        }
+    }
     parse(&raw)
+}
+
+/// Has a chunked body arrived up to its last (empty) chunk?
+fn chunked_complete(mut rest: &[u8]) -> bool {
+    while let Some(nl) = rest.windows(2).position(|w| w == b"\r\n") {
+        let Ok(size) = usize::from_str_radix(String::from_utf8_lossy(&rest[..nl]).trim(), 16) else { return false };
+        if size == 0 {
+            return rest.len() >= nl + 4;
+        }
+        if rest.len() < nl + 2 + size + 2 {
+            return false;
+        }
+        rest = &rest[nl + 2 + size + 2..];
+    }
+    false
 }
 
 fn parse(raw: &[u8]) -> Resp {

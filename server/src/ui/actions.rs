@@ -65,7 +65,15 @@ pub(super) async fn submit(
         return confirm_page(&ctx, &f, &what, &back);
     }
     match run(&st, &mut ctx, &op, &f).await {
-        Ok(()) => redirect(&back),
+        Ok(()) => {
+            // A new password or a removed account ends the user's other web sessions.
+            match op.as_str() {
+                "user_passwd" => st.sessions.close_user(f.get("user"), Some(&ctx.id)),
+                "user_remove" => st.sessions.close_user(f.get("user"), None),
+                _ => {}
+            }
+            redirect(&back)
+        }
         Err(e) => error_page(&ctx, &e, &back),
     }
 }

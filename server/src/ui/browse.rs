@@ -239,6 +239,7 @@ async fn collection_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &Props, 
     let cat = st.shared.catalogue.clone();
     let here = browse_href(abs);
     let mut body = format!("<h1>{}</h1>", breadcrumbs(abs));
+    let head_end = body.len();
 
     // Sub-collections: only those the caller may read (stat refuses the others).
     let children = cat.list_collections(&mut ctx.s, abs).await?;
@@ -345,7 +346,8 @@ async fn collection_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &Props, 
     let acl = cat.acl_show(&mut ctx.s, abs).await;
     body.push_str(&props_section(ctx, abs, props, &acl, &here));
 
-    // Entries: query form, table, paging.
+    // Entries: query form, table, paging (shown first, below the heading).
+    let entries_start = body.len();
     body.push_str("<section aria-labelledby=\"h-entries\"><h2 id=\"h-entries\">Entries</h2>");
     let _ = write!(
         body,
@@ -404,6 +406,8 @@ async fn collection_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &Props, 
         "Add entry",
     ));
     body.push_str("</section>");
+    let entries = body.split_off(entries_start);
+    body.insert_str(head_end, &entries);
     if abs != "/" {
         body.push_str(&action_form(ctx, "rmdir", abs, &parent_href(abs), "", "Remove this collection"));
     }
@@ -943,6 +947,7 @@ async fn export_of(
                     esc(&back)
                 );
                 r = html_response(super::status_of(&e), ctx.page("Error", &body));
+                r.extensions_mut().insert(super::OutcomeCode(i64::from(e.code())));
             }
             return r;
         }

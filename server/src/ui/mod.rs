@@ -68,8 +68,46 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/ui/export/{*path}", get(browse::export))
         .route("/ui/do", post(actions::submit))
         .route("/ui/admin", get(admin::page))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
         .layer(axum::middleware::map_response(security_headers))
+}
+
+/// The outcome code of a page that shows a catalogue error, for the request log line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OutcomeCode(pub(crate) i64);
+
+/// One request log line per page (`crate::logging`, frontend `web`; the stylesheet and script
+/// are not logged), inside a `request` span so the catalogue's events carry the request id.
+/// `command` is the page (`browse`, `export`, `do`, …); an export's duration ends with its
+/// headers (its rows stream on).
+async fn log_request(
+    State(st): State<Arc<UiState>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path();
+    if path.starts_with("/ui/assets/") {
+        return next.run(req).await;
+    }
+    let started = std::time::Instant::now();
+    let mut line = crate::logging::RequestLine {
+        request_id: crate::logging::next_id(),
+        frontend: "web",
+        peer: peer_of(req.extensions()).0.map(|ip| ip.to_string()).unwrap_or_default(),
+        command: path.trim_start_matches("/ui").trim_start_matches('/').split('/').next().unwrap_or("").to_string(),
+        user: cookie(req.headers(), SESSION_COOKIE)
+            .and_then(|id| st.sessions.get(id))
+            .map(|s| s.principal.user)
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    let span = tracing::info_span!("request", request_id = %line.request_id, frontend = "web", peer = %line.peer, user = %line.user);
+    let r = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    line.code = r.extensions().get::<OutcomeCode>().map_or(0, |c| c.0);
+    line.duration = started.elapsed();
+    span.in_scope(|| line.emit());
+    r
 }
 
 async fn security_headers(mut r: Response) -> Response {
@@ -101,10 +139,11 @@ pub(crate) fn redirect(to: &str) -> Response {
     r
 }
 
-/// A local UI address to return to (never another site: `//host` and `/\host` are refused).
+/// A local UI address to return to: under `/ui/` (so never another site), without `..` or
+/// backslashes or line breaks.
 pub(crate) fn safe_back(to: Option<&str>) -> String {
     match to {
-        Some(t) if t.starts_with("/ui/") && !t.starts_with("//") && !t.contains('\\') && !t.contains("\n") => {
+        Some(t) if t.starts_with("/ui/") && !t.contains("/..") && !t.contains('\\') && !t.contains(['\r', '\n']) => {
             t.to_string()
         }
         _ => "/ui/browse/".to_string(),
@@ -133,7 +172,9 @@ pub(crate) fn error_page(ctx: &Ctx, e: &Error, back: &str) -> Response {
         html::error_box(&e.public_message(), None),
         esc(back)
     );
-    html_response(status_of(e), ctx.page("Error", &body))
+    let mut r = html_response(status_of(e), ctx.page("Error", &body));
+    r.extensions_mut().insert(OutcomeCode(i64::from(e.code())));
+    r
 }
 
 // ------------------------------------------------------------------------------------------
@@ -364,6 +405,15 @@ async fn status(State(st): State<Arc<UiState>>, headers: HeaderMap, uri: Uri) ->
         ));
     }
     body.push_str("</tbody></table></div>");
+    body.push_str(&format!(
+        "<section aria-labelledby=\"h-account\"><h2 id=\"h-account\">Your account</h2>\
+         <form method=\"post\" action=\"/ui/do\" class=\"action\" id=\"form-passwd\">{}\
+         <input type=\"hidden\" name=\"op\" value=\"user_passwd\"><input type=\"hidden\" name=\"user\" value=\"{}\">\
+         <input type=\"hidden\" name=\"back\" value=\"/ui/status\"><label>New password <input name=\"password\" type=\"password\" \
+         autocomplete=\"new-password\" required></label><button type=\"submit\">Change my password</button></form></section>",
+        csrf_field(&ctx.web.csrf),
+        esc(&ctx.web.principal.user)
+    ));
     html_response(StatusCode::OK, ctx.page("Status", &body))
 }
 
@@ -387,4 +437,20 @@ fn asset(content_type: &'static str, text: &'static str) -> Response {
         text,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_addresses_stay_in_the_ui() {
+        assert_eq!(safe_back(Some("/ui/browse/a?q=1")), "/ui/browse/a?q=1");
+        for bad in
+            ["//evil.example/ui/", "https://evil.example/", "/ui/../soap", "/ui/\\evil", "/ui/a\r\nX: y", "/soap"]
+        {
+            assert_eq!(safe_back(Some(bad)), "/ui/browse/", "{bad:?}");
+        }
+        assert_eq!(safe_back(None), "/ui/browse/");
+    }
 }

@@ -83,6 +83,11 @@ impl WebSessions {
     pub fn close(&self, id: &str) {
         self.lock().remove(id);
     }
+
+    /// Ends every session of `user` but `keep` (after a password change or removal).
+    pub fn close_user(&self, user: &str, keep: Option<&str>) {
+        self.lock().retain(|id, s| s.principal.user != user || Some(id.as_str()) == keep);
+    }
 }
 
 /// The value of cookie `name` in the request, if sent.
@@ -117,6 +122,11 @@ mod tests {
         assert!(s.get("other").is_none());
         s.close(&id);
         assert!(s.get(&id).is_none());
+        let a = s.open(Principal { user: "bob".into(), groups: vec![] });
+        let b = s.open(Principal { user: "bob".into(), groups: vec![] });
+        let c = s.open(Principal { user: "carol".into(), groups: vec![] });
+        s.close_user("bob", Some(&a));
+        assert!(s.get(&a).is_some() && s.get(&b).is_none() && s.get(&c).is_some());
         assert!(same_token("abc", "abc") && !same_token("abc", "abd") && !same_token("a", "ab"));
     }
 }
