@@ -261,18 +261,29 @@ impl<S: Store> Catalogue<S> {
         let cwd = s.cwd.clone();
         self.join_limit(sel.from.len())?;
         self.read(s, async |conn| {
-            let mut tables = Vec::new();
-            for t in &sel.from {
-                tables.push(self.sql_table(conn, &who, &cwd, t, READ).await?);
-            }
-            let scope = SqlScope { tables, cwd: cwd.clone(), write: false };
-            let (plan, headers) = plan_select(&scope, &who, sel)?;
+            let (plan, headers) = self.sql_select_plan(conn, &who, &cwd, sel).await?;
             let mut headed = Headed { sink, headers: Some(headers.into_iter().map(Some).collect()) };
             let n = self.run_select(conn, &plan, &mut headed).await?;
             headed.flush().await?;
             Ok(n)
         })
         .await
+    }
+
+    /// The plan and header of a SELECT: its collections looked up (read needed), names resolved.
+    async fn sql_select_plan(
+        &self,
+        conn: &mut S::Conn,
+        who: &Principal,
+        cwd: &str,
+        sel: Select,
+    ) -> Result<(SelectPlan, Vec<String>)> {
+        let mut tables = Vec::new();
+        for t in &sel.from {
+            tables.push(self.sql_table(conn, who, cwd, t, READ).await?);
+        }
+        let scope = SqlScope { tables, cwd: cwd.to_string(), write: false };
+        plan_select(&scope, who, sel)
     }
 
     /// One page of a native SQL `SELECT` (SOAP `sqlQuery`): the header (one name per column, as
@@ -296,12 +307,7 @@ impl<S: Store> Catalogue<S> {
         let cwd = s.cwd.clone();
         self.join_limit(sel.from.len())?;
         self.read(s, async |conn| {
-            let mut tables = Vec::new();
-            for t in &sel.from {
-                tables.push(self.sql_table(conn, &who, &cwd, t, READ).await?);
-            }
-            let scope = SqlScope { tables, cwd: cwd.clone(), write: false };
-            let (mut plan, headers) = plan_select(&scope, &who, sel)?;
+            let (mut plan, headers) = self.sql_select_plan(conn, &who, &cwd, sel).await?;
             let remaining = plan.limit.map(|l| l.saturating_sub(served));
             let take = remaining.map_or(page_size, |r| usize::try_from(r).unwrap_or(usize::MAX).min(page_size));
             if after.is_some() {
