@@ -576,6 +576,10 @@ class Scenario:
                   lambda: self.sql_select(
                       f"SELECT FILE, events AS ev FROM {S} WHERE events > 5 ORDER BY 2 DESC",
                       ["FILE", "ev"], [["j2", "100"], ["j1", "10"]]))
+        self.step("native SQL: SELECT * -> /dir:FILE and /dir:attr header lines",
+                  lambda: self.sql_select(
+                      f"SELECT * FROM {C} WHERE FILE = 'c1'",
+                      [f"{C}:FILE", f"{C}:st", f"{C}:label"], [["c1", "done", "Finished"]]))
         self.step("native SQL: SELECT with no matching row -> header lines only",
                   lambda: self.sql_select(f"SELECT FILE, status FROM {S} WHERE events > 1000",
                                           ["FILE", "status"], []))
@@ -665,6 +669,27 @@ class Scenario:
                ["positive check events > 0", f"st_ref reference status {C}:st",
                 "st_set not_null status"], "constraint_list after the violations")
         self.step("violations -> 21 naming the constraint; nothing changed", violations)
+
+        def in_transaction_and_upload():
+            self.run("transaction")
+            violation(f"addentry {S}/j7 events '7'", "st_set")
+            self.expect_empty(self.c.addentry(f"{S}/j7", [("events", "7"), ("status", "run")]),
+                              "addentry inside the transaction after the violation")
+            self.run("commit")
+            self.sql_select(f"SELECT FILE, events, status FROM {S} WHERE FILE = 'j7'",
+                            ["FILE", "events", "status"], [["j7", "7", "run"]])
+            self.c.sqlExecute(f"DELETE FROM {S} WHERE FILE = 'j7'")
+            try:
+                lines = self.c.upload(S, ["events", "status"],
+                                      [("u1", ["1", "done"]), ("u2", ["-5", "done"])])
+            except CommandError as e:
+                eq(e.code, 21, f"commit of an upload that breaks a constraint ({e.msg!r})")
+                check("positive" in e.msg, f"commit message {e.msg!r} does not name positive")
+            else:
+                raise Failed(f"commit of an upload breaking 'positive' succeeded ({lines!r})")
+            unchanged()
+        self.step("a violation inside a transaction leaves it usable; an upload that breaks "
+                  "one: commit -> 21, nothing stored", in_transaction_and_upload)
 
         def errors():
             self.expect_error(15, f"constraint_add_not_null {S} events st_set")
