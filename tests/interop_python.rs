@@ -1,7 +1,9 @@
 //! The independent Python client (tests/interop/, written from the description of the original
-//! 2007 `mdclient`) against the real server on both backends: the §8.3 scenario and the raw byte
-//! checks with default settings, and once more with `--sessions force`, where every reply
-//! carries a session token and the client reconnects and resumes before each command.
+//! 2007 `mdclient`) against the real server on both backends: the §8.3 scenario (with
+//! `--completeness`: `update`, `rm -rf`, ACL letters, sites and replicas, native SQL, constraints)
+//! and the raw byte checks with default settings, and once more with `--sessions force`, where
+//! every reply carries a session token and the client reconnects and resumes before each command.
+//! It only runs the scripts; what they check is in tests/interop/README.md.
 
 mod common;
 

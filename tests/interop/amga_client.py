@@ -584,6 +584,54 @@ class AmgaClient:
     def sequence_remove(self, name: str) -> list[str]:
         return self.execute("sequence_remove " + name)
 
+    # constraints: the original client's names and arguments (amga.md §10)
+    def constraintAddNotNull(self, directory: str, attribute: str, name: str) -> list[str]:
+        return self.execute(f"constraint_add_not_null {directory} {attribute} {name}")
+
+    def constraintAddUnique(self, directory: str, attribute: str, name: str) -> list[str]:
+        return self.execute(f"constraint_add_unique {directory} {attribute} {name}")
+
+    def constraintAddReference(self, directory: str, attribute: str, reffered_attr: str,
+                               name: str) -> list[str]:
+        # the original spells the argument "reffered_attr"; kept so keyword calls still work
+        return self.execute(f"constraint_add_reference {directory} {attribute} "
+                            f"{reffered_attr} {name}")
+
+    def constraintAddCheck(self, directory: str, check: str, name: str) -> list[str]:
+        """The check condition is quoted like every other condition the original sends."""
+        return self.execute(f"constraint_add_check {directory} {quote(check)} {name}")
+
+    def constraintDrop(self, directory: str, name: str) -> list[str]:
+        return self.execute(f"constraint_drop {directory} {name}")
+
+    def constraintList(self, directory: str) -> list[str]:
+        """``constraint_list``: the original returns the data lines as a list."""
+        return self.execute("constraint_list " + directory)
+
+    # native SQL (AMGA >= 1.9)
+    def sqlQuery(self, statement: str, ncols: int) -> tuple[list[str], list[list[str]]]:
+        """A native SQL ``SELECT`` with ``ncols`` output columns -> ``(header, rows)``.
+
+        Parsed the way Belle II's ``directQueryWithAttributes`` reads the reply (amga.md §2.7,
+        §4.3): the statement goes on the wire as it is (SQL quotes its own strings), the first
+        ``ncols`` data lines are the column names, then every row is ``ncols`` lines. The
+        original API has no SQL method of its own; its users send the statement with
+        ``execute`` and read the lines themselves, which is what this does.
+        """
+        lines = self.execute(statement)
+        if ncols <= 0 or len(lines) < ncols:
+            raise ProtocolError(f"{statement!r}: expected {ncols} header lines, got {lines!r}")
+        header, body = lines[:ncols], lines[ncols:]
+        rows = self._group(body, ncols, statement) if body else []
+        return header, rows
+
+    def sqlExecute(self, statement: str) -> list[str]:
+        """A native SQL ``INSERT``/``UPDATE``/``DELETE``: no data lines are expected."""
+        lines = self.execute(statement)
+        if self.strict and lines:
+            raise ProtocolError(f"{statement!r} must answer no data lines, got {lines!r}")
+        return lines
+
     # sites and replicas (AMGA 2.x)
     def site_add(self, site: str, server: str = "") -> list[str]:
         return self.execute("site_add " + site + (" " + server if server else ""))

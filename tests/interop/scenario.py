@@ -495,7 +495,7 @@ class Scenario:
         self.step(f"rmdir {P} again -> 1", lambda: self.expect_error(1, f"rmdir {P}"))
 
         # --- 15. AMGA completeness (AMGA 2.x and ardacat, not the 1.x server the fake models):
-        # update, rm -rf, ACL rights as letters, sites and replicas
+        # update, rm -rf, ACL rights as letters, sites and replicas, native SQL, constraints
         if self.args.completeness:
             self.completeness()
 
@@ -538,6 +538,184 @@ class Scenario:
         self.step(f"site_add {site}; replica_register/list/unregister; site_remove",
                   sites_and_replicas)
 
+        self.native_sql()
+        self.constraints()
+
+    # -------------------------------------------------------------- native SQL and constraints
+    def sql_select(self, statement: str, header: list[str], rows: list[list[str]]) -> None:
+        """A SELECT: the header lines and every value line byte for byte, rows in order."""
+        got_header, got_rows = self.c.sqlQuery(statement, len(header))
+        eq(got_header, header, f"header lines of {statement!r}")
+        eq(got_rows, rows, f"rows of {statement!r}")
+
+    def native_sql(self) -> None:
+        S, C = self.P + "_sql", self.P + "_cfg"
+
+        def setup():
+            self.run(f"createdir {S}")
+            self.run(f"addattr {S} events int")
+            self.run(f"addattr {S} status varchar(20)")
+            self.run(f"createdir {C}")
+            self.run(f"addattr {C} st varchar(20)")
+            self.run(f"addattr {C} label varchar(20)")
+            self.c.sqlExecute(f"INSERT INTO {S} (FILE, events, status) VALUES "
+                              f"('j1', 10, 'done'), ('j2', 100, 'done'), ('j3', 5, 'run')")
+            # no column list: FILE, then the attributes in schema order
+            self.c.sqlExecute(f"INSERT INTO {C} VALUES ('c1', 'done', 'Finished'), "
+                              f"('c2', 'run', 'it''s running')")
+            # read back with AMGA's own command, not with SQL
+            got = {n: v for n, v in self.c.getattr(S, ["events", "status"])}
+            eq(got, {"j1": ["10", "done"], "j2": ["100", "done"], "j3": ["5", "run"]},
+               f"getattr {S} after INSERT")
+            eq(dict(self.c.getattr(f"{C}/c2", ["label"])), {"c2": ["it's running"]},
+               "getattr after INSERT with '' in a string")
+        self.step(f"native SQL: INSERT INTO {S} (FILE, …) VALUES (3 rows), INSERT INTO {C} "
+                  "VALUES (no column list)", setup)
+
+        self.step("native SQL: SELECT … WHERE … ORDER BY 2 DESC: header lines FILE, ev",
+                  lambda: self.sql_select(
+                      f"SELECT FILE, events AS ev FROM {S} WHERE events > 5 ORDER BY 2 DESC",
+                      ["FILE", "ev"], [["j2", "100"], ["j1", "10"]]))
+        self.step("native SQL: SELECT * -> /dir:FILE and /dir:attr header lines",
+                  lambda: self.sql_select(
+                      f"SELECT * FROM {C} WHERE FILE = 'c1'",
+                      [f"{C}:FILE", f"{C}:st", f"{C}:label"], [["c1", "done", "Finished"]]))
+        self.step("native SQL: SELECT with no matching row -> header lines only",
+                  lambda: self.sql_select(f"SELECT FILE, status FROM {S} WHERE events > 1000",
+                                          ["FILE", "status"], []))
+        self.step("native SQL: join of two collections (aliases, JOIN … ON)",
+                  lambda: self.sql_select(
+                      f"SELECT j.FILE, c.label FROM {S} j JOIN {C} c ON j.status = c.st "
+                      f"ORDER BY j.FILE",
+                      ["j.FILE", "c.label"],
+                      [["j1", "Finished"], ["j2", "Finished"], ["j3", "it's running"]]))
+        self.step("native SQL: implicit join with /dir:attr columns",
+                  lambda: self.sql_select(
+                      f"SELECT {S}:FILE, {C}:FILE FROM {S}, {C} "
+                      f"WHERE {S}:status = {C}:st AND {S}:events < 50 ORDER BY 1",
+                      [f"{S}:FILE", f"{C}:FILE"], [["j1", "c1"], ["j3", "c2"]]))
+        self.step("native SQL: aggregates with GROUP BY",
+                  lambda: self.sql_select(
+                      f"SELECT status, COUNT(*), SUM(events), MAX(events) FROM {S} "
+                      f"GROUP BY status ORDER BY status",
+                      ["status", "COUNT(*)", "SUM(events)", "MAX(events)"],
+                      [["done", "2", "110", "100"], ["run", "1", "5", "5"]]))
+
+        def update():
+            self.c.sqlExecute(f"UPDATE {S} SET events = events + 1 WHERE status = 'run'")
+            eq(self.c.getattr(f"{S}/j3", ["events"]), [("j3", ["6"])], "getattr after UPDATE")
+            eq(self.c.getattr(f"{S}/j1", ["events"]), [("j1", ["10"])], "untouched row")
+        self.step("native SQL: UPDATE … SET events = events + 1 WHERE …", update)
+
+        def delete():
+            self.c.sqlExecute(f"DELETE FROM {S} WHERE events > 50")
+            self.sql_select(f"SELECT FILE FROM {S} ORDER BY FILE", ["FILE"], [["j1"], ["j3"]])
+        self.step("native SQL: DELETE FROM … WHERE …", delete)
+
+        def syntax_errors():
+            e = self.expect_error(8, f"SELECT FILE FROM {S} WHERE events % 2 = 1")
+            check("position" in e.msg, f"code 8 message names no position: {e.msg!r}")
+            self.expect_error(8, f"DELETE FROM {S} WHERE events %% 2 = 1")
+            self.expect_error(8, f"UPDATE {S} SET events = WHERE FILE = 'j1'")
+            self.sql_select(f"SELECT FILE, events FROM {S} ORDER BY FILE", ["FILE", "events"],
+                            [["j1", "10"], ["j3", "6"]])
+        self.step("native SQL: syntax errors -> 8, nothing changed", syntax_errors)
+        self.step("native SQL: no such collection -> 1",
+                  lambda: self.expect_error(1, f"SELECT FILE FROM {S}_nosuch"))
+
+    def constraints(self) -> None:
+        S, C = self.P + "_sql", self.P + "_cfg"
+        rows_before = [["j1", "10", "done"], ["j3", "6", "run"]]
+
+        def unchanged():
+            self.sql_select(f"SELECT FILE, events, status FROM {S} ORDER BY FILE",
+                            ["FILE", "events", "status"], rows_before)
+            self.sql_select(f"SELECT FILE, st FROM {C} ORDER BY FILE", ["FILE", "st"],
+                            [["c1", "done"], ["c2", "run"]])
+
+        def add_all():
+            self.expect_empty(self.c.constraintAddNotNull(S, "status", "st_set"), "not null")
+            self.expect_empty(self.c.constraintAddUnique(C, "st", "st_unique"), "unique")
+            self.expect_empty(self.c.constraintAddReference(S, "status", f"{C}:st", "st_ref"),
+                              "reference")
+            self.expect_empty(self.c.constraintAddCheck(S, "events > 0", "positive"), "check")
+        self.step("constraintAddNotNull, AddUnique, AddReference, AddCheck", add_all)
+
+        self.step(f"constraintList {S}: '<name> <kind> <definition>' by name",
+                  lambda: eq(self.c.constraintList(S),
+                             ["positive check events > 0", f"st_ref reference status {C}:st",
+                              "st_set not_null status"], f"constraint_list {S}"))
+        self.step(f"constraintList {C}",
+                  lambda: eq(self.c.constraintList(C), ["st_unique unique st"],
+                             f"constraint_list {C}"))
+
+        def violation(cmd: str, name: str) -> None:
+            e = self.expect_error(21, cmd)
+            check(name in e.msg, f"{cmd!r}: message {e.msg!r} does not name {name!r}")
+
+        def violations():
+            violation(f"addentry {S}/j9 events '1'", "st_set")
+            violation(f"INSERT INTO {S} (FILE, events, status) VALUES ('j8', 1, 'done'), "
+                      f"('j9', -1, 'done')", "positive")
+            violation(f"INSERT INTO {S} (FILE, events, status) VALUES ('j9', 1, 'nope')",
+                      "st_ref")
+            violation(f"INSERT INTO {C} VALUES ('c3', 'done', 'again')", "st_unique")
+            violation(f"UPDATE {S} SET events = events - 10", "positive")
+            violation(f"DELETE FROM {C} WHERE st = 'run'", "st_ref")
+            # existing entries break it (j3 has 6): refused, not added
+            violation(f"constraint_add_check {S} 'events > 8' big", "big")
+            unchanged()
+            eq(self.c.constraintList(S),
+               ["positive check events > 0", f"st_ref reference status {C}:st",
+                "st_set not_null status"], "constraint_list after the violations")
+        self.step("violations -> 21 naming the constraint; nothing changed", violations)
+
+        def in_transaction_and_upload():
+            self.run("transaction")
+            violation(f"addentry {S}/j7 events '7'", "st_set")
+            self.expect_empty(self.c.addentry(f"{S}/j7", [("events", "7"), ("status", "run")]),
+                              "addentry inside the transaction after the violation")
+            self.run("commit")
+            self.sql_select(f"SELECT FILE, events, status FROM {S} WHERE FILE = 'j7'",
+                            ["FILE", "events", "status"], [["j7", "7", "run"]])
+            self.c.sqlExecute(f"DELETE FROM {S} WHERE FILE = 'j7'")
+            try:
+                lines = self.c.upload(S, ["events", "status"],
+                                      [("u1", ["1", "done"]), ("u2", ["-5", "done"])])
+            except CommandError as e:
+                eq(e.code, 21, f"commit of an upload that breaks a constraint ({e.msg!r})")
+                check("positive" in e.msg, f"commit message {e.msg!r} does not name positive")
+            else:
+                raise Failed(f"commit of an upload breaking 'positive' succeeded ({lines!r})")
+            unchanged()
+        self.step("a violation inside a transaction leaves it usable; an upload that breaks "
+                  "one: commit -> 21, nothing stored", in_transaction_and_upload)
+
+        def errors():
+            self.expect_error(15, f"constraint_add_not_null {S} events st_set")
+            self.expect_error(10, f"constraint_add_not_null {S} nosuchattr nn")
+            self.expect_error(8, f"constraint_add_check {S} 'events > > 0' bad")
+            self.expect_error(1, f"constraint_drop {S} nosuch")
+            self.expect_error(3, f"constraint_drop {C} st_unique")  # st_ref relies on it
+        self.step("constraint errors: 15 exists, 10 no attr, 8 bad check, 1 no such, "
+                  "3 in use", errors)
+
+        def drop():
+            self.expect_empty(self.c.constraintDrop(S, "positive"), "drop positive")
+            self.c.sqlExecute(f"UPDATE {S} SET events = 0 WHERE FILE = 'j1'")
+            eq(self.c.getattr(f"{S}/j1", ["events"]), [("j1", ["0"])], "after drop")
+            for d, n in ((S, "st_ref"), (S, "st_set"), (C, "st_unique")):
+                self.expect_empty(self.c.constraintDrop(d, n), f"drop {n}")
+            eq(self.c.constraintList(S), [], f"constraint_list {S} after drop")
+            eq(self.c.constraintList(C), [], f"constraint_list {C} after drop")
+            self.expect_empty(self.c.addentry(f"{S}/j9", [("events", "-1")]), "addentry")
+        self.step("constraintDrop: the write it refused now passes; lists empty", drop)
+
+        def remove():
+            self.expect_empty(self.c.rm(f"-rf {S}"), f"rm -rf {S}")
+            self.expect_empty(self.c.rm(f"-rf {C}"), f"rm -rf {C}")
+        self.step(f"rm -rf {S} {C}", remove)
+
     def check_no_bad(self) -> None:
         try:
             rows = self.c.getattr(f"{self.P}/bad*", ["events"])
@@ -555,7 +733,7 @@ class Scenario:
             cmds += [f"rmdir {self.P}/testdir", f"rm {self.P}/*", f"rm {self.L}/*"]
             cmds += [f"removeattr {self.P} {a}" for a in ("events", "eventGen", "sssin", "l1")]
             cmds += [f"removeattr {self.L} id", f"rmdir {self.P}", f"rmdir {self.L}"]
-            cmds += [f"rm -rf {self.P}_x"]
+            cmds += [f"rm -rf {self.P}_x", f"rm -rf {self.P}_sql", f"rm -rf {self.P}_cfg"]
             left = []
             for cmd in cmds:
                 try:
@@ -589,7 +767,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-cleanup", action="store_true")
     p.add_argument("--completeness", action="store_true",
                    help="also run the AMGA 2.x completeness steps (update, rm -rf, ACL rights "
-                        "as letters, sites and replicas)")
+                        "as letters, sites and replicas, native SQL, constraints)")
     return p.parse_args(argv)
 
 

@@ -71,6 +71,41 @@ def expect_protocol_error(name: str, srv_kwargs: dict, action) -> None:
         srv.stop()
 
 
+class CannedClient(AmgaClient):
+    """A client whose every command answers the given data lines (no socket)."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("127.0.0.1", 0)
+        self.canned = lines
+
+    def execute(self, command: str) -> list[str]:
+        self.last_command = command
+        return list(self.canned)
+
+
+def sql_reader_checks() -> None:
+    def parsed(lines: list[str], ncols: int):
+        return CannedClient(lines).sqlQuery("SELECT …", ncols)
+
+    got = parsed(["FILE", "ev", "j2", "100", "j1", ""], 2)
+    record("sqlQuery: N header lines, then rows of N lines (NULL = empty line)",
+           got == (["FILE", "ev"], [["j2", "100"], ["j1", ""]]), repr(got))
+    got = parsed(["FILE", "ev"], 2)
+    record("sqlQuery: header lines only -> no rows", got == (["FILE", "ev"], []), repr(got))
+    for lines, label in ((["FILE"], "fewer lines than the header"),
+                         (["FILE", "ev", "j2"], "a partial row")):
+        try:
+            got = parsed(lines, 2)
+            record(f"sqlQuery: {label} -> ProtocolError", False, f"parsed as {got!r}")
+        except ProtocolError:
+            record(f"sqlQuery: {label} -> ProtocolError", True)
+    try:
+        CannedClient(["x"]).sqlExecute("DELETE FROM /d")
+        record("sqlExecute: data lines after a write -> ProtocolError", False, "accepted")
+    except ProtocolError:
+        record("sqlExecute: data lines after a write -> ProtocolError", True)
+
+
 def main() -> int:
     # 1. happy paths
     for kw, label in (({}, "no sessions"), ({"sessions": True}, "sessions"),
@@ -158,6 +193,10 @@ def main() -> int:
                out.strip().splitlines()[-1])
     finally:
         srv.stop()
+
+    # 6. the native SQL reader parses replies as Belle II's client does (no server: the fake
+    # models the 1.x server, which had no native SQL)
+    sql_reader_checks()
 
     failed = sum(1 for _, ok, _ in results if not ok)
     print(f"{len(results) - failed} passed, {failed} failed")
