@@ -372,9 +372,11 @@ async fn db_pool_exhaustion_answered_within_the_wait(b: Backend) {
         &["--config", cfg.to_str().unwrap(), "--db-acquire-timeout-ms", "300"],
     )
     .await;
+    // One login at a time (each takes the one database connection, for longer than the wait on
+    // a busy machine), both settled before the pool is held.
     let mut holder = srv.raw().await;
+    ok(&mut holder, "whoami").await;
     let mut other = srv.raw().await;
-    // Both logins are checked (which takes a database connection) before the pool is held.
     ok(&mut other, "whoami").await;
     ok(&mut holder, "createdir /q").await;
     ok(&mut holder, "transaction").await;

@@ -87,18 +87,7 @@ pub async fn serve(
     let lingering = Arc::new(Semaphore::new(MAX_LINGERING_REFUSALS));
     let handshakes = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
     let tracker = TaskTracker::new();
-    loop {
-        let (stream, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(v) => v,
-                Err(e) => {
-                    tracing::warn!(error = %e, "http accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.cancelled() => break,
-        };
+    while let Some((stream, peer)) = crate::tcp::next_connection(&listener, &shutdown).await {
         // Without it the small tail of a streamed (chunked) response waits for the client's
         // delayed ACK, ~40 ms.
         let _ = stream.set_nodelay(true);

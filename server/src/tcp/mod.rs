@@ -98,6 +98,27 @@ pub async fn linger<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut
     .await;
 }
 
+/// The next accepted connection of either port, or `None` once `shutdown` is cancelled. An
+/// accept error (out of file descriptors, most likely) is logged and retried after a pause, so
+/// that closing connections can free some.
+pub(crate) async fn next_connection(
+    listener: &TcpListener,
+    shutdown: &CancellationToken,
+) -> Option<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok(v) => return Some(v),
+                Err(e) => {
+                    tracing::warn!(error = %e, port = ?listener.local_addr().ok(), "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.cancelled() => return None,
+        }
+    }
+}
+
 /// Accept connections until `shutdown`; then wait (bounded) for open connections to finish
 /// their current command. A connection past `max_connections`, or past
 /// `max_connections_per_peer` from its address, is refused at once ([`refusal_line`]).
@@ -105,19 +126,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
     let refusals = [Refusal::Full, Refusal::PeerFull].map(refusal_line);
     let lingering = Arc::new(Semaphore::new(MAX_LINGERING_REFUSALS));
     let tracker = TaskTracker::new();
-    loop {
-        let (stream, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(v) => v,
-                Err(e) => {
-                    // Out of file descriptors, most likely: wait for some to close.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.cancelled() => break,
-        };
+    while let Some((stream, peer)) = next_connection(&listener, &shutdown).await {
         let slot = match shared.tcp_gate.admit(peer.ip()) {
             Ok(slot) => slot,
             Err(r) => {
