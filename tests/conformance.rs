@@ -11,7 +11,7 @@
 mod common;
 
 use ardacat_core::error::Error;
-use ardacat_core::service::SelectSpec;
+use ardacat_core::service::{NamedValues, SelectSpec};
 use ardacat_core::types::{Value, ValueType};
 use ardacat_core::{Catalogue, ServiceConfig, Session};
 use ardacat_server::{Cat, Store};
@@ -81,6 +81,16 @@ fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
     v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
 }
 
+/// A bulk-insert row: the entry name and its values (none NULL).
+fn row(name: &str, values: &[&str]) -> NamedValues {
+    (name.to_string(), values.iter().map(|v| Some(v.to_string())).collect())
+}
+
+/// `addentry`'s pairs: every value given (none NULL).
+fn values(v: &[(&str, &str)]) -> Vec<(String, Option<String>)> {
+    v.iter().map(|(a, b)| (a.to_string(), Some(b.to_string()))).collect()
+}
+
 fn spec(cols: &[&str], cond: &str) -> SelectSpec {
     SelectSpec { select: s(cols), condition: cond.into(), order_by: None }
 }
@@ -141,7 +151,7 @@ async fn jobs(backend: Backend) -> Fixture {
         cat.addentry(
             se,
             &format!("/jobs/j{i}"),
-            &pairs(&[
+            &values(&[
                 ("events", &ev.to_string()),
                 ("energy", &en.to_string()),
                 ("status", st),
@@ -160,7 +170,7 @@ async fn jobs(backend: Backend) -> Fixture {
 async fn add_lock(cat: &Cat, se: &mut Session<Store>) {
     cat.createdir(se, "/lock", true).await.unwrap();
     cat.addattr(se, "/lock", "id", "int", false).await.unwrap();
-    cat.addentry(se, "/lock/l", &pairs(&[("id", "10")])).await.unwrap();
+    cat.addentry(se, "/lock/l", &values(&[("id", "10")])).await.unwrap();
 }
 
 /// A fresh database with [`add_bulk`].
@@ -172,8 +182,9 @@ async fn bulk(backend: Backend) -> Fixture {
 
 /// `/bulk` (plain, `n` int indexed, `x` float) loaded with b00000..b09999, n = i, x = i / 4.
 async fn add_bulk(cat: &Cat, se: &mut Session<Store>) {
-    let rows: Vec<(String, Vec<String>)> =
-        (0..10_000).map(|i| (format!("b{i:05}"), vec![i.to_string(), format!("{}", i as f64 / 4.0)])).collect();
+    let rows: Vec<(String, Vec<Option<String>>)> = (0..10_000)
+        .map(|i| (format!("b{i:05}"), vec![Some(i.to_string()), Some(format!("{}", i as f64 / 4.0))]))
+        .collect();
     cat.createdir(se, "/bulk", true).await.unwrap();
     cat.addattr(se, "/bulk", "n", "int", true).await.unwrap();
     cat.addattr(se, "/bulk", "x", "float", false).await.unwrap();
@@ -235,10 +246,10 @@ async fn addentry_refuses_duplicates_bad_values_unknown_attributes_and_shadowing
     let mut fx = jobs(backend).await;
     let (cat, se) = (&fx.cat, &mut fx.se);
     assert_eq!(code(cat.addentry(se, "/jobs/j0", &[]).await), 15);
-    assert_eq!(code(cat.addentry(se, "/jobs/bad", &pairs(&[("events", "12x")])).await), 18);
-    assert_eq!(code(cat.addentry(se, "/jobs/bad", &pairs(&[("status", "much too long")])).await), 18);
-    assert_eq!(code(cat.addentry(se, "/jobs/bad", &pairs(&[("started", "yesterday")])).await), 18);
-    assert_eq!(code(cat.addentry(se, "/jobs/bad", &pairs(&[("nosuch", "1")])).await), 10);
+    assert_eq!(code(cat.addentry(se, "/jobs/bad", &values(&[("events", "12x")])).await), 18);
+    assert_eq!(code(cat.addentry(se, "/jobs/bad", &values(&[("status", "much too long")])).await), 18);
+    assert_eq!(code(cat.addentry(se, "/jobs/bad", &values(&[("started", "yesterday")])).await), 18);
+    assert_eq!(code(cat.addentry(se, "/jobs/bad", &values(&[("nosuch", "1")])).await), 10);
     assert_eq!(code(cat.addentry(se, "/jobs/sub", &[]).await), 15, "an entry may not shadow a collection");
     assert_eq!(code(cat.addentry(se, "/missing/e", &[]).await), 1);
 }
@@ -461,13 +472,9 @@ async fn bulk_insert_is_all_or_nothing(backend: Backend) {
 }
 
 async fn bulk_answers(cat: &Cat, se: &mut Session<Store>) -> Answers {
-    let bad =
-        vec![("c1".to_string(), vec!["1".to_string(), "1".to_string()]), ("c2".into(), vec!["x".into(), "1".into()])];
+    let bad = vec![row("c1", &["1", "1"]), row("c2", &["x", "1"])];
     assert_eq!(code(cat.insert(se, "/bulk", &s(&["n", "x"]), bad).await), 18);
-    let dup = vec![
-        ("c1".to_string(), vec!["1".to_string(), "1".to_string()]),
-        ("b00001".into(), vec!["1".into(), "1".into()]),
-    ];
+    let dup = vec![row("c1", &["1", "1"]), row("b00001", &["1", "1"])];
     assert_eq!(code(cat.insert(se, "/bulk", &s(&["n", "x"]), dup).await), 15);
     assert_eq!(code(cat.getattr(se, "/bulk/c1", &s(&["n"]), &mut Vec::new()).await), 1);
     let r = select(cat, se, &["/bulk:FILE", "/bulk:x"], "/bulk:n >= 9998 and /bulk:n < 10000 and /bulk:x > 0").await;
@@ -613,7 +620,7 @@ async fn cursor_resume(backend: Backend) {
     let mut se = root(&cat).await;
     cat.createdir(&mut se, "/c", true).await.unwrap();
     cat.addattr(&mut se, "/c", "k", "int", false).await.unwrap();
-    let rows: Vec<(String, Vec<String>)> = (0..3000).map(|i| (format!("r{i}"), vec![(i % 97).to_string()])).collect();
+    let rows: Vec<NamedValues> = (0..3000).map(|i| row(&format!("r{i}"), &[&(i % 97).to_string()])).collect();
     cat.insert(&mut se, "/c", &s(&["k"]), rows).await.unwrap();
     let q = SelectSpec { select: s(&["/c:FILE", "/c:k"]), condition: "order by /c:k desc".into(), order_by: None };
     let mut seen = Vec::new();
@@ -628,7 +635,7 @@ async fn cursor_resume(backend: Backend) {
         seen.extend(page.rows.iter().map(|r| (r[0].clone().unwrap(), r[1].clone().unwrap().parse::<i64>().unwrap())));
         // Concurrent inserts, both before and after the current position.
         for k in [0, 50, 96] {
-            cat.addentry(&mut writer, &format!("/c/new{extra}"), &pairs(&[("k", &k.to_string())])).await.unwrap();
+            cat.addentry(&mut writer, &format!("/c/new{extra}"), &values(&[("k", &k.to_string())])).await.unwrap();
             extra += 1;
         }
         match page.next {
@@ -697,7 +704,7 @@ async fn entry_permission_matrix(backend: Backend) {
             facts.push((format!("e{i:02}_{v}"), Mode::parse(&mode).unwrap(), acl.clone()));
         }
     }
-    let rows: Vec<(String, Vec<String>)> = facts.iter().map(|(n, _, _)| (n.clone(), vec!["0".to_string()])).collect();
+    let rows: Vec<NamedValues> = facts.iter().map(|(n, _, _)| row(n, &["0"])).collect();
     cat.insert(se, "/m", &s(&["x"]), rows).await.unwrap();
     cat.chown(se, "/m/*", "own:g").await.unwrap();
     for (name, mode, acl) in &facts {
@@ -796,7 +803,7 @@ async fn lazy_entry_tables(backend: Backend) {
     cat.createdir(se, "/lazy/child", false).await.unwrap();
     cat.createdir(se, "/full", true).await.unwrap();
     cat.addattr(se, "/full", "n", "int", false).await.unwrap();
-    cat.addentry(se, "/full/f1", &pairs(&[("n", "1")])).await.unwrap();
+    cat.addentry(se, "/full/f1", &values(&[("n", "1")])).await.unwrap();
     assert_eq!(entry_tables(&db).await, (base_tables + 1, base_indexes), "only /full has a table");
 
     // Reads and by-query writes on a collection that never had an entry.
@@ -814,16 +821,16 @@ async fn lazy_entry_tables(backend: Backend) {
     assert_eq!(entry_tables(&db).await, (base_tables + 1, base_indexes), "reads create nothing");
 
     // A failed first insert leaves no table behind.
-    assert_eq!(code(cat.addentry(se, "/lazy/bad", &pairs(&[("n", "x")])).await), 18);
-    assert_eq!(code(cat.addentry(se, "/lazy/bad", &pairs(&[("gone", "x")])).await), 10);
+    assert_eq!(code(cat.addentry(se, "/lazy/bad", &values(&[("n", "x")])).await), 18);
+    assert_eq!(code(cat.addentry(se, "/lazy/bad", &values(&[("gone", "x")])).await), 10);
     assert_eq!(entry_tables(&db).await, (base_tables + 1, base_indexes));
 
     // The first entry creates the table with the attributes and indexes of the moment.
-    cat.addentry(se, "/lazy/a", &pairs(&[("n", "5"), ("s", "five")])).await.unwrap();
+    cat.addentry(se, "/lazy/a", &values(&[("n", "5"), ("s", "five")])).await.unwrap();
     assert_eq!(entry_tables(&db).await, (base_tables + 2, base_indexes + 1), "one table, index on n only");
     cat.addattr(se, "/lazy", "later", "float", true).await.unwrap();
     assert_eq!(entry_tables(&db).await, (base_tables + 2, base_indexes + 2));
-    cat.addentry(se, "/lazy/b", &pairs(&[("n", "6"), ("later", "2.5")])).await.unwrap();
+    cat.addentry(se, "/lazy/b", &values(&[("n", "6"), ("later", "2.5")])).await.unwrap();
     let got = select(&cat, se, &["/lazy:FILE", "/lazy:n", "/lazy:s", "/lazy:later"], "/lazy:n >= 5");
     assert_eq!(
         got.await,
@@ -984,13 +991,11 @@ async fn composite_indexes(backend: Backend) {
 
     // The first entry creates the table and, with it, the composite index.
     let names = s(&["i0", "f0", "s0"]);
-    let rows: Vec<(String, Vec<String>)> = (0..400u64)
+    let rows: Vec<NamedValues> = (0..400u64)
         .map(|i| {
             let r = i.wrapping_mul(2_654_435_761) % 1_000_003;
-            (
-                format!("e{i:04}"),
-                vec![(r % 1000).to_string(), format!("{}", (r % 100) as f64 / 4.0), format!("v{}", r % 7)],
-            )
+            let (a, b, c) = ((r % 1000).to_string(), format!("{}", (r % 100) as f64 / 4.0), format!("v{}", r % 7));
+            row(&format!("e{i:04}"), &[&a, &b, &c])
         })
         .collect();
     cat.insert(se, "/ci", &names, rows).await.unwrap();
@@ -1048,7 +1053,7 @@ async fn composite_indexes(backend: Backend) {
     cat.createdir(se, "/ci", true).await.unwrap();
     assert!(cat.index_list(se, "/ci").await.unwrap().is_empty());
     cat.addattr(se, "/ci", "i0", "int", false).await.unwrap();
-    cat.addentry(se, "/ci/a", &pairs(&[("i0", "1")])).await.unwrap();
+    cat.addentry(se, "/ci/a", &values(&[("i0", "1")])).await.unwrap();
     assert_eq!(composite_counts(&db).await, (0, 0, 0));
     cat.removeattr(se, "/ci", "i0").await.unwrap();
 

@@ -602,6 +602,9 @@ impl Fuzz {
                 self.expect_ok(out, None, 0);
                 let out = self.call("nextQuery", &el("token", &token)).await;
                 self.expect_fault(&out, &[1]);
+                // Ending it again is a fault too (the token names no live query).
+                let out = self.call("endQuery", &el("token", &token)).await;
+                self.expect_fault(&out, &[1]);
                 return;
             }
             if self.rng.chance(10) {

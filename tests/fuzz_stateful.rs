@@ -234,21 +234,8 @@ fn unesc(line: &str) -> Option<String> {
     unescape_value(line).unwrap_or_else(|e| panic!("bad escaped value {line:?}: {e}"))
 }
 
-/// Log in with extra options (`escape`, `session`), as `RawConn::login` does with `plain` only.
 async fn login_with(addr: std::net::SocketAddr, user: &str, pw: &str, opts: &[&str]) -> RawConn {
-    let mut c = RawConn::connect(addr).await;
-    let greeting = c.read_lines(3).await;
-    assert!(greeting.starts_with(b"ARDA Metadata Server "), "{greeting:?}");
-    let mut block = String::from("plain\n");
-    for o in opts {
-        block.push_str(o);
-        block.push('\n');
-    }
-    block.push('\n');
-    c.send(block.as_bytes()).await;
-    assert_eq!(c.read_lines(1).await, b"OK\n");
-    c.send(format!("0 {user}\n5 {pw}\n\n").as_bytes()).await;
-    c
+    RawConn::login_with(addr, user, Some(pw), opts).await
 }
 
 // ------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ fn run_script(srv: &TestServer, script: &str, extra: &[&str]) -> String {
 
 async fn plain(b: Backend) {
     let srv = TestServer::start(b).await;
-    let out = run_script(&srv, "scenario.py", &["--dir-names", "any"]);
+    let out = run_script(&srv, "scenario.py", &["--dir-names", "any", "--completeness"]);
     assert!(out.contains("sessions issued 0"), "no session tokens without --sessions force:\n{out}");
     let out = run_script(&srv, "raw_checks.py", &[]);
     assert!(out.contains("SKIP session resume"), "{out}");
@@ -49,7 +49,7 @@ async fn plain(b: Backend) {
 
 async fn sessions_force(b: Backend) {
     let srv = TestServer::start_flags(b, &["--sessions", "force"]).await;
-    let out = run_script(&srv, "scenario.py", &["--dir-names", "any"]);
+    let out = run_script(&srv, "scenario.py", &["--dir-names", "any", "--completeness"]);
     let counts = out.lines().find(|l| l.contains("sessions issued")).unwrap_or_else(|| panic!("no counts in:\n{out}"));
     let number = |key: &str| -> u64 {
         counts

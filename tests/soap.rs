@@ -1042,6 +1042,9 @@ async fn query_tokens_on(b: Backend) {
     let token = p.token.expect("token");
     c.ok("endQuery", &el("token", &token)).await;
     c.fails("nextQuery", &el("token", &token), 1).await;
+    // A second endQuery of the same query is a fault (code 1), not a silent success.
+    let f = c.fails("endQuery", &el("token", &token), 1).await;
+    assert_eq!(f.kind.as_deref(), Some("NotExistsException"));
     let db = srv.kill();
 
     // A second server process on the same database continues a token; so does a restarted one.
@@ -1280,4 +1283,50 @@ impl Alive for TestServer {
         // `try_wait` needs `&mut`; a signal 0 probe does not.
         std::process::Command::new("kill").args(["-0", &self.pid().to_string()]).status().is_ok_and(|s| s.success())
     }
+}
+
+on_both_backends!(index_operations_and_constraint_faults);
+
+/// indexCreate/indexRemove/indexList answer as the TCP index commands do (same rules, same
+/// codes); a constraint violation is fault 21 naming the constraint, and nothing is stored.
+async fn index_operations_and_constraint_faults(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let c = Client::root(&srv);
+    c.ok("createSchema", &(el("schemaName", "/ix") + &attr_def("run", "int") + &attr_def("s", "text"))).await;
+    let create =
+        |name: &str, attrs: &[&str]| el("schemaName", "/ix") + &el("indexName", name) + &els("attributeName", attrs);
+    c.ok("indexCreate", &create("by_run", &["run", "FILE"])).await;
+    c.ok("indexCreate", &create("by_s", &["s"])).await;
+    let list = c.ok("indexList", &el("schemaName", "/ix")).await;
+    let got: Vec<(String, Vec<String>)> =
+        list.all("index").map(|ix| (ix.child_text("name"), ix.texts("attributeName"))).collect();
+    assert_eq!(
+        got,
+        [
+            ("by_run".to_string(), vec!["run".to_string(), "FILE".to_string()]),
+            ("by_s".to_string(), vec!["s".to_string()])
+        ]
+    );
+    // The same codes as index_create/index_remove/index_list.
+    c.fails("indexCreate", &create("BY_RUN", &["s"]), 15).await;
+    c.fails("indexCreate", &create("x", &["nosuch"]), 10).await;
+    c.fails("indexCreate", &create("x", &[]), 3).await;
+    c.fails("indexCreate", &create("1x", &["s"]), 3).await;
+    c.fails("indexRemove", &(el("schemaName", "/ix") + &el("indexName", "nosuch")), 1).await;
+    c.fails("indexList", &el("schemaName", "/nosuch"), 1).await;
+    c.ok("indexRemove", &(el("schemaName", "/ix") + &el("indexName", "by_s"))).await;
+    let list = c.ok("indexList", &el("schemaName", "/ix")).await;
+    assert_eq!(list.all("index").map(|ix| ix.child_text("name")).collect::<Vec<_>>(), ["by_run"]);
+    // The TCP side sees the same indexes.
+    let mut tcp = srv.raw().await;
+    assert_eq!(ok(&mut tcp, "index_list /ix").await, ["by_run run,FILE"]);
+
+    // A constraint violation through SOAP: fault 21 naming it; nothing stored.
+    ok(&mut tcp, "constraint_add_not_null /ix s s_set").await;
+    let f = c.fails("createEntry", &(el("schemaName", "/ix") + &entry("e1", &[("run", Some("1"))])), 21).await;
+    assert!(f.message.contains("s_set"), "{f:?}");
+    assert!(ok(&mut tcp, "ls /ix").await.is_empty());
+    c.ok("createEntry", &(el("schemaName", "/ix") + &entry("e1", &[("s", Some("x"))]))).await;
+    let f = c.fails("clearAttributes", &(el("pattern", "/ix/e1") + &el("attributeName", "s")), 21).await;
+    assert!(f.message.contains("s_set"), "{f:?}");
 }

@@ -3,7 +3,8 @@
 //! changes nothing; integer and float overflow in a condition, a selected expression or an
 //! update is code 18 naming the expression, stores nothing, and never leaves infinity behind;
 //! floats are written in PostgreSQL's shortest form (`1e+308`, `1.5e-10`) by both frontends,
-//! and a float attribute stores -0 as 0 on both backends.
+//! and a float attribute stores -0 as 0 on both backends. With the `escape` extension a value
+//! sent as `\N` is NULL in `addentry`, `setattr` and `put`, and is refused anywhere else.
 
 #[macro_use]
 mod common;
@@ -12,7 +13,7 @@ use base64::Engine as _;
 use common::{Backend, ROOT_PASSWORD, RawConn, TestServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-on_both_backends!(repeated_attributes, arithmetic_overflow, float_text);
+on_both_backends!(repeated_attributes, arithmetic_overflow, float_text, null_values);
 
 async fn ok(c: &mut RawConn, line: &str) -> Vec<String> {
     common::ok(c, line).await
@@ -193,4 +194,37 @@ async fn float_text(b: Backend) {
     for (i, (_, out)) in cases.iter().enumerate() {
         assert_eq!(ok(&mut c, &format!("find /x/v{i:02} 'f = {out}'")).await, [format!("v{i:02}")], "[{b:?}] {out}");
     }
+}
+
+/// `\N` under `escape` is NULL as a value of `addentry`, `setattr` and an upload's `put` (and
+/// reads back as `\N`, not as the empty string); as a name, path or condition it is code 3 and
+/// changes nothing. Without `escape` it is the two characters.
+async fn null_values(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let mut c = RawConn::login_with(srv.tcp, "root", Some(ROOT_PASSWORD), &["escape"]).await;
+    for setup in ["createdir /d", "addattr /d n int", "addattr /d s varchar(8)", "addattr /d t text"] {
+        ok(&mut c, setup).await;
+    }
+    ok(&mut c, "addentry /d/a n \\N s \\N t ''").await;
+    assert_eq!(ok(&mut c, "getattr /d/a n s t").await, ["a", "\\N", "\\N", ""], "[{b:?}] addentry");
+    ok(&mut c, "addentry /d/b n 1 s x t y").await;
+    ok(&mut c, "setattr /d/b n \\N s z t \\N").await;
+    assert_eq!(ok(&mut c, "getattr /d/b n s t").await, ["b", "\\N", "z", "\\N"], "[{b:?}] setattr");
+    assert_eq!(ok(&mut c, "find /d 'n IS NULL'").await, ["a", "b"], "[{b:?}] stored as NULL");
+    c.send(b"upload /d n s\nput c \\N \\N\nput d 4 ''\ncommit\n").await;
+    assert!(c.reply().await.starts_with(b"0\n"), "[{b:?}] upload");
+    assert_eq!(ok(&mut c, "getattr /d/c n s").await, ["c", "\\N", "\\N"], "[{b:?}] put NULL");
+    assert_eq!(ok(&mut c, "getattr /d/d n s").await, ["d", "4", ""], "[{b:?}] put ''");
+    // NULL is a value only: as an attribute name, a path, a condition or the command it is refused.
+    for line in ["setattr /d/a \\N 1", "addentry \\N", "find /d \\N", "\\N", "getattr /d/a \\N"] {
+        assert_eq!(failure(&mut c, line).await.0, 3, "[{b:?}] {line}");
+    }
+    assert_eq!(ok(&mut c, "ls /d").await.len(), 4, "[{b:?}] nothing added");
+    // The empty string is not NULL: an int column refuses it (code 18) and keeps its NULL.
+    assert_eq!(failure(&mut c, "setattr /d/a n ''").await.0, 18, "[{b:?}] '' is not an int");
+    // Without escape, \N is text.
+    let mut plain = srv.raw().await;
+    ok(&mut plain, "setattr /d/a s \\N").await;
+    assert_eq!(ok(&mut plain, "getattr /d/a s").await, ["a", "\\N"], "[{b:?}] two characters");
+    assert_eq!(ok(&mut c, "getattr /d/a s").await, ["a", "\\\\N"], "[{b:?}] escaped backslash");
 }

@@ -1,6 +1,6 @@
 //! Client side of ardacat: an async client for the AMGA-compatible TCP streaming protocol, a
 //! blocking wrapper, and the pieces the `ardacat` CLI is built from (config file, CSV, reply shapes,
-//! output formats, load generator). Framing, quoting and escaping come from `ardacat-proto`, SOAP
+//! output formats, tab completion, load generator). Framing, quoting and escaping come from `ardacat-proto`, SOAP
 //! envelopes from `ardacat-soap` (the two wire-format crates client and server share); this crate
 //! must not re-implement them, and it must not depend on the server, core or store crates.
 //!
@@ -18,6 +18,7 @@
 pub mod bench;
 pub mod blocking;
 pub mod client;
+pub mod complete;
 pub mod csv;
 pub mod error;
 pub mod format;
@@ -26,6 +27,7 @@ pub mod shape;
 
 pub use blocking::BlockingClient;
 pub use client::{Client, ClientConfig, DEFAULT_PORT, RowStream, TlsClientConfig};
+pub use complete::Completer;
 pub use error::{ClientError, Result};
 pub use format::{Format, Printer};
 pub use mdconfig::{MdConfig, UseSsl};

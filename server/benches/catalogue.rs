@@ -98,7 +98,7 @@ async fn load(cat: &Cat, se: &mut Session<Store>, dir: &str, indexed: bool, n: u
     let mut done = 0;
     while done < n {
         let k = batch.min(n - done);
-        let rows: Vec<(String, Vec<String>)> = (done..done + k)
+        let rows: Vec<(String, Vec<Option<String>>)> = (done..done + k)
             .map(|i| {
                 let r = rng.next();
                 (
@@ -114,7 +114,10 @@ async fn load(cat: &Cat, se: &mut Session<Store>, dir: &str, indexed: bool, n: u
                         format!("v{}", r % 1000),
                         format!("run{}", i % 50),
                         "a longer free-text value for the entry".into(),
-                    ],
+                    ]
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
                 )
             })
             .collect();

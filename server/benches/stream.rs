@@ -50,11 +50,13 @@ async fn main() {
         let k = 20_000.min(rows - done);
         let batch = (done..done + k)
             .map(|i| {
-                let v: Vec<String> = (0..10)
-                    .map(|j| match j % 3 {
-                        0 => (i * 7 + j).to_string(),
-                        1 => format!("{}.25", i % 1000),
-                        _ => format!("value-{i}-{j}"),
+                let v: Vec<Option<String>> = (0..10)
+                    .map(|j| {
+                        Some(match j % 3 {
+                            0 => (i * 7 + j).to_string(),
+                            1 => format!("{}.25", i % 1000),
+                            _ => format!("value-{i}-{j}"),
+                        })
                     })
                     .collect();
                 (format!("e{i:09}"), v)

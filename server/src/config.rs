@@ -40,7 +40,8 @@ pub struct Config {
     pub max_line_bytes: usize,
     /// Most arguments one command line may carry.
     pub max_args: usize,
-    /// Most simultaneous TCP connections; further ones wait in the kernel backlog.
+    /// Most simultaneous TCP connections; a client past it is refused at once (an error line
+    /// instead of the greeting, then close).
     pub max_connections: usize,
     /// Most `put` lines one `upload` may buffer before `commit`.
     pub max_upload_entries: usize,
@@ -90,6 +91,97 @@ pub struct Config {
     pub metrics_bind: Option<SocketAddr>,
     /// Log lines as human text or as one JSON object per line.
     pub log_format: LogFormat,
+
+    // ---- fairness under floods: issue #18 ----
+    /// Most simultaneous HTTP connections; past it a client gets `503` with `Retry-After`.
+    pub max_http_connections: usize,
+    /// Most simultaneous connections from one address, on each port (0: no per-address cap).
+    pub max_connections_per_peer: usize,
+    /// Addresses or networks (`10.0.0.0/8`) exempt from `max_connections_per_peer`, such as a
+    /// load balancer's.
+    pub trusted_peers: Vec<IpNet>,
+    /// HTTP: milliseconds a client may take to send a request's header (from its first byte, or
+    /// from connecting for the first request).
+    pub http_header_timeout_ms: u64,
+    /// HTTP: milliseconds a request body may take, plus one second per `http_body_min_rate`
+    /// bytes received (a body slower than that rate is cut off).
+    pub http_body_timeout_ms: u64,
+    /// HTTP: the minimum body rate, in bytes per second, that extends `http_body_timeout_ms`.
+    pub http_body_min_rate: u64,
+    /// HTTP: milliseconds a kept-alive connection may sit idle between requests, and the longest
+    /// a client may leave a response unread.
+    pub http_idle_timeout_ms: u64,
+    /// Milliseconds a request waits for a free database connection before it fails with code 19
+    /// (SOAP fault code 19).
+    pub db_acquire_timeout_ms: u64,
+}
+
+/// An address or a network (`addr/prefix`) in `trusted_peers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl IpNet {
+    /// Does this network hold `ip`? IPv4-mapped IPv6 addresses count as their IPv4 address.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip.to_canonical()) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::str::FromStr for IpNet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (addr, prefix) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
+        let addr: IpAddr = addr.trim().parse().map_err(|_| format!("`{s}` is not an IP address or network"))?;
+        let addr = addr.to_canonical();
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) => p
+                .trim()
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("`{s}`: the prefix length must be 0..={max}"))?,
+        };
+        Ok(IpNet { addr, prefix })
+    }
+}
+
+impl TryFrom<String> for IpNet {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<IpNet> for String {
+    fn from(n: IpNet) -> String {
+        n.to_string()
+    }
+}
+
+impl std::fmt::Display for IpNet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let max = if self.addr.is_ipv4() { 32 } else { 128 };
+        if self.prefix == max { write!(f, "{}", self.addr) } else { write!(f, "{}/{}", self.addr, self.prefix) }
+    }
 }
 
 /// How log lines are written (`--log-format`, `log_format`).
@@ -137,6 +229,14 @@ impl Default for Config {
             ready_timeout_ms: 2_000,
             metrics_bind: None,
             log_format: LogFormat::Text,
+            max_http_connections: 1024,
+            max_connections_per_peer: 64,
+            trusted_peers: Vec::new(),
+            http_header_timeout_ms: 10_000,
+            http_body_timeout_ms: 20_000,
+            http_body_min_rate: 500,
+            http_idle_timeout_ms: 60_000,
+            db_acquire_timeout_ms: 10_000,
         }
     }
 }
@@ -209,6 +309,30 @@ pub struct Flags {
     /// Log format: text or json.
     #[arg(long, env = "ARDACAT_LOG_FORMAT")]
     pub log_format: Option<LogFormat>,
+    /// Maximum simultaneous HTTP connections (past it: 503 with Retry-After).
+    #[arg(long, env = "ARDACAT_MAX_HTTP_CONNECTIONS")]
+    pub max_http_connections: Option<usize>,
+    /// Maximum simultaneous connections from one address, per port (0: no cap).
+    #[arg(long, env = "ARDACAT_MAX_CONNECTIONS_PER_PEER")]
+    pub max_connections_per_peer: Option<usize>,
+    /// Comma-separated addresses or networks exempt from the per-address cap.
+    #[arg(long, env = "ARDACAT_TRUSTED_PEERS", value_delimiter = ',')]
+    pub trusted_peers: Option<Vec<IpNet>>,
+    /// HTTP: milliseconds to receive a request header.
+    #[arg(long, env = "ARDACAT_HTTP_HEADER_TIMEOUT_MS")]
+    pub http_header_timeout_ms: Option<u64>,
+    /// HTTP: milliseconds for a request body (plus 1 s per --http-body-min-rate bytes).
+    #[arg(long, env = "ARDACAT_HTTP_BODY_TIMEOUT_MS")]
+    pub http_body_timeout_ms: Option<u64>,
+    /// HTTP: minimum request body rate in bytes per second.
+    #[arg(long, env = "ARDACAT_HTTP_BODY_MIN_RATE")]
+    pub http_body_min_rate: Option<u64>,
+    /// HTTP: milliseconds a kept-alive connection may idle (or leave a response unread).
+    #[arg(long, env = "ARDACAT_HTTP_IDLE_TIMEOUT_MS")]
+    pub http_idle_timeout_ms: Option<u64>,
+    /// Milliseconds a request waits for a free database connection (then code 19).
+    #[arg(long, env = "ARDACAT_DB_ACQUIRE_TIMEOUT_MS")]
+    pub db_acquire_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -291,6 +415,30 @@ impl Config {
         }
         if let Some(v) = flags.log_format {
             c.log_format = v;
+        }
+        if let Some(v) = flags.max_http_connections {
+            c.max_http_connections = v;
+        }
+        if let Some(v) = flags.max_connections_per_peer {
+            c.max_connections_per_peer = v;
+        }
+        if let Some(v) = flags.trusted_peers {
+            c.trusted_peers = v;
+        }
+        if let Some(v) = flags.http_header_timeout_ms {
+            c.http_header_timeout_ms = v;
+        }
+        if let Some(v) = flags.http_body_timeout_ms {
+            c.http_body_timeout_ms = v;
+        }
+        if let Some(v) = flags.http_body_min_rate {
+            c.http_body_min_rate = v;
+        }
+        if let Some(v) = flags.http_idle_timeout_ms {
+            c.http_idle_timeout_ms = v;
+        }
+        if let Some(v) = flags.db_acquire_timeout_ms {
+            c.db_acquire_timeout_ms = v;
         }
         Ok(c)
     }
@@ -461,5 +609,30 @@ mod tests {
         std::fs::write(&f, "no_such_setting = 1\n").unwrap();
         let flags = Flags::parse_from(["x", "--config", f.to_str().unwrap()]);
         assert!(Config::load(flags).is_err());
+    }
+
+    #[test]
+    fn trusted_peers_parse_and_match() {
+        let lb: IpNet = "10.1.2.3".parse().unwrap();
+        assert!(lb.contains("10.1.2.3".parse().unwrap()));
+        assert!(lb.contains("::ffff:10.1.2.3".parse().unwrap()));
+        assert!(!lb.contains("10.1.2.4".parse().unwrap()));
+        let net: IpNet = "10.0.0.0/8".parse().unwrap();
+        assert!(net.contains("10.200.0.1".parse().unwrap()) && !net.contains("11.0.0.1".parse().unwrap()));
+        let all: IpNet = "0.0.0.0/0".parse().unwrap();
+        assert!(all.contains("192.0.2.1".parse().unwrap()) && !all.contains("::1".parse().unwrap()));
+        let v6: IpNet = "fd00::/8".parse().unwrap();
+        assert!(v6.contains("fd12::1".parse().unwrap()) && !v6.contains("fe80::1".parse().unwrap()));
+        assert_eq!(net.to_string(), "10.0.0.0/8");
+        assert_eq!(lb.to_string(), "10.1.2.3");
+        for bad in ["10.0.0.0/33", "nowhere", "10.0.0.0/x", "::/129"] {
+            assert!(bad.parse::<IpNet>().is_err(), "{bad}");
+        }
+        let flags = Flags::parse_from(["x", "--trusted-peers", "127.0.0.3,10.0.0.0/8"]);
+        let c = Config::load(flags).unwrap();
+        assert_eq!(c.trusted_peers, vec!["127.0.0.3".parse().unwrap(), net]);
+        let c: Config = toml::from_str("trusted_peers = [\"::1\", \"10.0.0.0/8\"]").unwrap();
+        assert_eq!(c.trusted_peers.len(), 2);
+        assert!(toml::from_str::<Config>("trusted_peers = [\"10.0.0.0/99\"]").is_err());
     }
 }

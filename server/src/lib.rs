@@ -12,6 +12,7 @@
 //! sure `root` exists, binds both listeners, reports their addresses, and serves until the
 //! cancellation token fires.
 
+pub mod admission;
 pub mod auth;
 pub mod config;
 pub mod health;
@@ -76,6 +77,7 @@ pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat
     let opts = DbOptions {
         pool_size: config.db_pool_size,
         statement_timeout: Duration::from_secs(config.query_timeout_secs),
+        acquire_timeout: Duration::from_millis(config.db_acquire_timeout_ms.max(1)),
         ..DbOptions::default()
     };
     let db = Db::open(&config.database, opts).await?;

@@ -308,10 +308,21 @@ impl RawConn {
 
     /// Greeting, `plain`, `OK`, login block — as the original client does.
     pub async fn login(addr: SocketAddr, user: &str, password: Option<&str>) -> RawConn {
+        RawConn::login_with(addr, user, password, &[]).await
+    }
+
+    /// [`RawConn::login`] with options after `plain` on the options block (`escape`, `session`).
+    pub async fn login_with(addr: SocketAddr, user: &str, password: Option<&str>, options: &[&str]) -> RawConn {
         let mut c = RawConn::connect(addr).await;
         let greeting = c.read_lines(3).await;
         assert!(greeting.starts_with(b"ARDA Metadata Server "), "{greeting:?}");
-        c.send(b"plain\n\n").await;
+        let mut block = String::from("plain\n");
+        for o in options {
+            block.push_str(o);
+            block.push('\n');
+        }
+        block.push('\n');
+        c.send(block.as_bytes()).await;
         assert_eq!(c.read_lines(1).await, b"OK\n");
         let mut login = format!("0 {user}\n");
         if let Some(p) = password {

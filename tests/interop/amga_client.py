@@ -521,6 +521,15 @@ class AmgaClient:
         cmd += " " + quote(condition)
         return self.execute(cmd)
 
+    def update(self, pattern: str, updates: Iterable[tuple[str, str]],
+               condition: str) -> list[str]:
+        """The original client's ``update()``: the ``updateattr`` shape under AMGA's ``update``."""
+        cmd = "update " + pattern
+        for attr, expr in updates:
+            cmd += " " + attr + " " + quote(expr)
+        cmd += " " + quote(condition)
+        return self.execute(cmd)
+
     # bulk and transactions
     def upload(self, collection: str, attrs: Sequence[str],
                rows: Iterable[tuple[str, Sequence[object]]], finish: str = "commit") -> list[str]:
@@ -574,6 +583,43 @@ class AmgaClient:
 
     def sequence_remove(self, name: str) -> list[str]:
         return self.execute("sequence_remove " + name)
+
+    # sites and replicas (AMGA 2.x)
+    def site_add(self, site: str, server: str = "") -> list[str]:
+        return self.execute("site_add " + site + (" " + server if server else ""))
+
+    def site_remove(self, site: str) -> list[str]:
+        return self.execute("site_remove " + site)
+
+    def site_list(self) -> dict[str, int]:
+        """Lines ``id name [server]`` -> {name: id}, as the original ``siteList()``."""
+        sites: dict[str, int] = {}
+        for line in self.execute("site_list"):
+            words = line.split(" ")
+            if len(words) < 2 or not words[0].isdigit():
+                raise ProtocolError(f"site_list: line is not 'id name [server]': {line!r}")
+            sites[words[1]] = int(words[0])
+        return sites
+
+    def replica_register(self, guid_sites: Sequence[tuple[str, str]], create: bool = True
+                         ) -> list[str]:
+        cmd = "replica_register" + (" -c" if create else "")
+        for guid, site in guid_sites:
+            cmd += " " + guid + " " + site
+        return self.execute(cmd)
+
+    def replica_unregister(self, guid: str, site: str, delete: bool = False) -> list[str]:
+        return self.execute("replica_unregister " + ("-d " if delete else "") + guid + " " + site)
+
+    def replica_list(self, files: Sequence[str], is_lfn: bool = False) -> dict[str, list[int]]:
+        """Lines ``file siteid ...`` -> {file: [site ids]}, as the original ``replicaList()``."""
+        out: dict[str, list[int]] = {}
+        for line in self.execute("replica_list " + ("-l " if is_lfn else "") + " ".join(files)):
+            words = line.split(" ")
+            if not all(w.isdigit() for w in words[1:]):
+                raise ProtocolError(f"replica_list: line is not 'file siteid ...': {line!r}")
+            out[words[0]] = [int(w) for w in words[1:]]
+        return out
 
 
 def _main(argv: list[str]) -> int:

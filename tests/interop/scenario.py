@@ -494,9 +494,49 @@ class Scenario:
         self.step(f"cd {P} after rmdir -> 1", lambda: self.expect_error(1, f"cd {P}"))
         self.step(f"rmdir {P} again -> 1", lambda: self.expect_error(1, f"rmdir {P}"))
 
+        # --- 15. AMGA completeness (AMGA 2.x and ardacat, not the 1.x server the fake models):
+        # update, rm -rf, ACL rights as letters, sites and replicas
+        if self.args.completeness:
+            self.completeness()
+
         c = self.c
         self.info(f"connections {c.connects}, sessions issued {c.sessions_issued}, "
                   f"resumes {c.resumes}")
+
+    def completeness(self) -> None:
+        X = self.P + "_x"
+
+        def update_and_rm_rf():
+            self.run(f"createdir {X}")
+            self.run(f"createdir {X}/sub")
+            self.run(f"addattr {X} n int")
+            self.run(f"addentry {X}/e n 1")
+            self.expect_empty(self.c.update(f"{X}/*", [("n", "n + 41")], ""), "update")
+            eq(self.c.getattr(f"{X}/e", ["n"]), [("e", ["42"])], "getattr after update")
+            self.run(f"acl_add {X} {self.args.login} rw")
+            eq(self.c.execute(f"acl_show {X}"), [f"{self.args.login} rw-"], "acl_show")
+            self.expect_empty(self.c.rm(f"-rf {X}"), "rm -rf")
+            self.expect_error(1, f"cd {X}")
+        self.step(f"update, acl_add rw and rm -rf {X}", update_and_rm_rf)
+
+        site = "site" + self.P.replace("/pytest", "").replace("_", "")
+
+        def sites_and_replicas():
+            self.expect_empty(self.c.site_add(site, "srm://se.example.org"), "site_add")
+            sites = self.c.site_list()
+            check(site in sites, f"site_list {sites!r} lacks {site}")
+            sid = sites[site]
+            guid = "guid" + site
+            self.expect_empty(self.c.replica_register([(guid, site)]), "replica_register -c")
+            eq(self.c.replica_list([guid]), {guid: [sid]}, "replica_list")
+            self.expect_error(11, f"site_remove {site}")
+            self.expect_empty(self.c.replica_unregister(guid, str(sid), delete=True),
+                              "replica_unregister -d")
+            self.expect_error(1, f"replica_list {guid}")
+            self.expect_empty(self.c.site_remove(site), "site_remove")
+            check(site not in self.c.site_list(), "site_list after site_remove")
+        self.step(f"site_add {site}; replica_register/list/unregister; site_remove",
+                  sites_and_replicas)
 
     def check_no_bad(self) -> None:
         try:
@@ -515,6 +555,7 @@ class Scenario:
             cmds += [f"rmdir {self.P}/testdir", f"rm {self.P}/*", f"rm {self.L}/*"]
             cmds += [f"removeattr {self.P} {a}" for a in ("events", "eventGen", "sssin", "l1")]
             cmds += [f"removeattr {self.L} id", f"rmdir {self.P}", f"rmdir {self.L}"]
+            cmds += [f"rm -rf {self.P}_x"]
             left = []
             for cmd in cmds:
                 try:
@@ -546,6 +587,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--trace", action="store_true", help="print every byte block to stderr")
     p.add_argument("--no-cleanup", action="store_true")
+    p.add_argument("--completeness", action="store_true",
+                   help="also run the AMGA 2.x completeness steps (update, rm -rf, ACL rights "
+                        "as letters, sites and replicas)")
     return p.parse_args(argv)
 
 

@@ -161,20 +161,8 @@ def test_exception_and_interface(server: Server) -> None:
     assert e3.value.errorCode == -1
 
 
-def _supported(client: MDClient, command: str) -> bool:
-    try:
-        client.execute(command)
-        while not client.eot():
-            client.fetchRow()
-    except CommandException as e:
-        return not (e.errorCode == 3 and "unknown command" in e.msg)
-    return True
-
-
-def test_constraints_if_the_server_has_them(server: Server) -> None:
+def test_constraints(server: Server) -> None:
     client = MDClient(server.host, server.port, "root", server.password)
-    if not _supported(client, "constraint_list /"):
-        pytest.skip("this server has no constraint commands yet")
     d = f"/pycons{next(_n)}"
     client.createDir(d)
     client.addAttr(d, "n", "int")
@@ -186,10 +174,8 @@ def test_constraints_if_the_server_has_them(server: Server) -> None:
     assert not any("n_nn" in line for line in client.constraintList(d))
 
 
-def test_sites_and_replicas_if_the_server_has_them(server: Server) -> None:
+def test_sites_and_replicas(server: Server) -> None:
     client = MDClient(server.host, server.port, "root", server.password)
-    if not _supported(client, "site_list"):
-        pytest.skip("this server has no site/replica commands yet")
     site = f"site{next(_n)}"
     client.siteAdd(site, "srv.example.org")
     sites = client.siteList()
@@ -199,3 +185,20 @@ def test_sites_and_replicas_if_the_server_has_them(server: Server) -> None:
     client.replicaUnregister("guid-1", site, delete=True)
     client.siteRemove(site)
     assert site not in client.siteList()
+
+
+def test_update_is_updateattr(server: Server) -> None:
+    """The original client's ``update`` (AMGA's alias of ``updateattr``)."""
+    client = MDClient(server.host, server.port, "root", server.password)
+    d = f"/pyupd{next(_n)}"
+    client.createDir(d)
+    client.addAttr(d, "n", "int")
+    client.addEntry(d + "/a", ["n"], ["1"])
+    client.addEntry(d + "/b", ["n"], ["5"])
+    client.update(d + "/*", ["n 'n * 10'"], "n > 2")
+    client.getattr(d + "/*", ["n"])
+    got = {}
+    while not client.eot():
+        name, values = client.getEntry()
+        got[name] = values
+    assert got == {"a": ["1"], "b": ["50"]}

@@ -335,3 +335,39 @@ def test_config_file(server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyP
     (tmp_path / "mdclient.config").write_text(f"Host = {server.host}\nPort = {server.port}\nLogin = root\n")
     with ardacat.connect() as c:
         assert c.whoami() == "root"
+
+
+def test_nulls_in_values(server: Server, conn: ardacat.Connection, coll: str) -> None:
+    """``None`` is NULL in ``upload`` rows and ``set_attrs`` under ``escape`` (sent as ``\\N``),
+    distinct from the empty string; without ``escape`` ``set_attrs`` refuses to send it."""
+    conn.addattr(coll, "n", "int")
+    conn.addattr(coll, "s", "varchar(10)")
+    assert conn.upload(coll, ["n", "s"], [("a", None, None), ("b", 2, ""), ("c", 3, "x")]) == 3
+    assert dict(conn.getattr(coll, ["n", "s"])) == {"a": (None, None), "b": (2, ""), "c": (3, "x")}
+    conn.set_attrs(f"{coll}/c", n=None, s="y")
+    assert dict(conn.getattr(f"{coll}/c", ["n", "s"])) == {"c": (None, "y")}
+    with server.connect(escape=False) as plain:
+        with pytest.raises(ValueError):
+            plain.set_attrs(f"{coll}/b", n=None)
+    assert dict(conn.getattr(f"{coll}/b", ["n"])) == {"b": (2,)}
+
+
+def test_native_sql(conn: ardacat.Connection, coll: str) -> None:
+    """``sql()``: a SELECT streams typed tuples with the header lines as ``.columns``; writes run
+    and return nothing; a syntax error is a :class:`CommandError` with code 8."""
+    conn.addattr(coll, "events", "int")
+    conn.addattr(coll, "ok", "bool")
+    assert list(conn.sql(f"INSERT INTO {coll} (FILE, events, ok) VALUES ('a', 1, TRUE), ('b', 7, FALSE)")) == []
+    conn.sql(f"UPDATE {coll} SET events = events + 10 WHERE FILE = 'a'")
+    rows = conn.sql(f"SELECT FILE, events, ok FROM {coll} WHERE events > 5 ORDER BY FILE")
+    assert rows.columns == ["FILE", "events", "ok"]
+    assert list(rows) == [("a", 11, True), ("b", 7, False)]
+    agg = conn.sql(f"SELECT COUNT(*), MAX(events) FROM {coll}")
+    assert agg.columns == ["COUNT(*)", "MAX(events)"] and list(agg) == [(2, 11)]
+    avg = conn.sql(f"SELECT AVG(events), SUM(events), MIN(FILE) FROM {coll}")
+    assert list(avg) == [(9.0, 18, "a")]
+    conn.sql(f"DELETE FROM {coll} WHERE events < 10")
+    assert [r[0] for r in conn.sql(f"SELECT FILE FROM {coll}")] == ["a"]
+    with pytest.raises(CommandError) as e:
+        list(conn.sql(f"SELECT FROM {coll} WHERE"))
+    assert e.value.code == 8

@@ -1,12 +1,15 @@
 //! Running catalogue commands typed by a person or read from a file: one-shot `-c`, line input
-//! (`-f`, piped stdin) and the interactive `Query>` shell with history, `help` and Ctrl-C cancel.
+//! (`-f`, piped stdin) and the interactive `Query>` shell with history, `help`, Tab completion
+//! (the library's `Completer`) and Ctrl-C cancel.
 //! Prints replies through the library's `Printer`; must not parse replies or frame bytes itself.
 
+use std::cell::RefCell;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
-use ardacat_client::{Client, ClientError, Format, Printer, Shape};
+use ardacat_client::{Client, ClientError, Completer, Format, Printer, Shape};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 const LOCAL_HELP: &str = "\
@@ -14,10 +17,46 @@ Client commands:
   help [topic]      this text, then the server's command list (or help on one command)
   quit | exit       leave the shell (or Ctrl-D)
   \\format NAME      output format: amga, table, csv, json
+  Tab               complete a command name, or a collection or entry path (asks the server)
   Ctrl-C            cancel the running command
 Everything else is sent to the server as one command line, e.g.
   pwd | cd /dir | dir /dir | listattr /dir | getattr /dir/* a b | selectattr /d:FILE /d:a '/d:a > 3'
 ";
+
+/// The shell's own words, completed like the server's commands.
+const LOCAL_WORDS: &[&str] = &["quit", "exit", "\\format"];
+
+/// The line editor's helper: Tab asks the server through the shell's one connection. The
+/// connection is free while a line is being edited (commands run between `readline` calls).
+struct ShellHelper {
+    client: Rc<RefCell<Client>>,
+    completer: RefCell<Completer>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl rustyline::completion::Completer for ShellHelper {
+    type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let (Ok(mut client), Ok(mut completer)) = (self.client.try_borrow_mut(), self.completer.try_borrow_mut())
+        else {
+            return Ok((pos, Vec::new()));
+        };
+        Ok(self.runtime.block_on(completer.complete(&mut client, line, pos)))
+    }
+}
+
+impl rustyline::hint::Hinter for ShellHelper {
+    type Hint = String;
+}
+impl rustyline::highlight::Highlighter for ShellHelper {}
+impl rustyline::validate::Validator for ShellHelper {}
+impl rustyline::Helper for ShellHelper {}
 
 /// What a typed line means to the shell itself.
 enum Local<'a> {
@@ -173,28 +212,37 @@ async fn recover(client: &mut Client) {
 /// The `Query>` shell.
 pub fn interactive(
     runtime: &tokio::runtime::Runtime,
-    mut client: Client,
+    client: Client,
     mut format: Format,
 ) -> Result<ExitCode, ExitCode> {
-    let mut editor = match rustyline::DefaultEditor::new() {
+    let mut editor = match rustyline::Editor::<ShellHelper, rustyline::history::DefaultHistory>::new() {
         Ok(e) => e,
         Err(e) => {
             eprintln!("ardacat: cannot start the line editor: {e}");
             return Err(ExitCode::from(2));
         }
     };
+    let client = Rc::new(RefCell::new(client));
+    editor.set_helper(Some(ShellHelper {
+        client: client.clone(),
+        completer: RefCell::new(Completer::new(LOCAL_WORDS)),
+        runtime: runtime.handle().clone(),
+    }));
     let history = history_path();
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
-    let cfg = client.config();
-    println!(
-        "Connected to {}:{} (ARDA Metadata Server {}) as {}. Type `help` for help, `quit` to leave.",
-        cfg.host,
-        cfg.port,
-        client.greeting().version(),
-        cfg.login
-    );
+    {
+        let client = client.borrow();
+        let cfg = client.config();
+        println!(
+            "Connected to {}:{} (ARDA Metadata Server {}) as {}. Type `help` for help, `quit` to leave.",
+            cfg.host,
+            cfg.port,
+            client.greeting().version(),
+            cfg.login
+        );
+    }
     loop {
         let line = match editor.readline("Query> ") {
             Ok(line) => line,
@@ -229,6 +277,7 @@ pub fn interactive(
             }
             Local::Remote => (line, format),
         };
+        let mut client = client.borrow_mut();
         let result = runtime.block_on(run_command(&mut client, command, command_format, true));
         if let Err(e) = result {
             print_error(&e);

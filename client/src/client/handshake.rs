@@ -98,6 +98,14 @@ pub(super) async fn open(config: &ClientConfig, resume: Option<u64>, want_escape
                     return Err(ClientError::Protocol(format!("unexpected {other:?} in the server greeting")));
                 }
                 Some(Err(e)) => return Err(ClientError::Connect(format!("{addr}: reading the greeting: {e}"))),
+                // A server past its connection limits sends one status line instead of the
+                // greeting and closes: show it.
+                None if !lines.is_empty() => {
+                    return Err(ClientError::Connect(format!(
+                        "{addr}: the server refused the connection: {}",
+                        lines[0]
+                    )));
+                }
                 None => {
                     return Err(ClientError::Connect(format!("{addr}: connection closed before the greeting")));
                 }

@@ -35,6 +35,12 @@ pub enum Error {
     Overflow(String),
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
+    /// An entry would break a constraint of its collection (`constraint_add_*`), or existing
+    /// entries break a constraint being added; nothing changed. The store knows only which
+    /// constraint (`id`) and leaves `text` empty; the catalogue names the constraint once the
+    /// failed unit is undone (`Catalogue::unit`).
+    #[error("constraint violated: {text}")]
+    ConstraintViolation { id: i64, text: String },
     #[error("cancelled")]
     Cancelled,
     /// A storage or internal failure. The message is for logs; frontends show a generic text.
@@ -69,6 +75,7 @@ impl Error {
             Error::InvalidValue(_) | Error::Overflow(_) => 18,
             Error::LimitExceeded(_) => 19,
             Error::Cancelled => 20,
+            Error::ConstraintViolation { .. } => 21,
             Error::Internal(_) => 99,
         }
     }

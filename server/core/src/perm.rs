@@ -52,25 +52,46 @@ impl Mode {
         Err(bad())
     }
 
-    /// Parse a three-character right set like `rw-` or `r-x` into bits.
+    /// Parse the rights of an ACL row in the forms AMGA users type: a positional mask (`r--`,
+    /// `rw-`, `r-x`, `---`: exactly three characters, each its letter or `-`), or the granted
+    /// letters alone in any order without repeats (`r`, `w`, `x`, `rw`, `wr`, `rx`, `wx`,
+    /// `rwx`, `xwr`, ...). Lowercase only. Anything else is code 3.
     pub fn parse_rights(s: &str) -> Result<u16> {
-        let bad = || Error::IllegalCommand(format!("invalid rights '{s}' (use e.g. rwx, r-x, r--)"));
-        if s.len() != 3 {
+        let bad =
+            || Error::IllegalCommand(format!("invalid rights '{s}' (use r, w, x, rw, rx, wx, rwx or a mask like r-x)"));
+        let bit = |c: char| match c {
+            'r' => Some(READ),
+            'w' => Some(WRITE),
+            'x' => Some(EXEC),
+            _ => None,
+        };
+        if s.len() == 3 && s.contains('-') {
+            let mut bits = 0;
+            for (c, expect) in s.chars().zip(['r', 'w', 'x']) {
+                bits <<= 1;
+                if c == expect {
+                    bits |= 1;
+                } else if c != '-' {
+                    return Err(bad());
+                }
+            }
+            return Ok(bits);
+        }
+        if s.is_empty() || s.len() > 3 {
             return Err(bad());
         }
         let mut bits = 0;
-        for (i, c) in s.chars().enumerate() {
-            let expect = ['r', 'w', 'x'][i];
-            bits <<= 1;
-            if c == expect {
-                bits |= 1;
-            } else if c != '-' {
+        for c in s.chars() {
+            let b = bit(c).ok_or_else(bad)?;
+            if bits & b != 0 {
                 return Err(bad());
             }
+            bits |= b;
         }
         Ok(bits)
     }
 
+    /// The canonical form `acl_show` prints: the three-character mask (`rw-`).
     pub fn rights_string(bits: u16) -> String {
         let mut s = String::with_capacity(3);
         s.push(if bits & READ != 0 { 'r' } else { '-' });
@@ -171,5 +192,32 @@ mod tests {
         assert_eq!(g.rights(&p("bob", &[])), WRITE);
         assert_eq!(g.rights(&p("root", &[])), 7);
         assert!(g.check(&p("dave", &[]), READ, "/x").is_err());
+    }
+
+    #[test]
+    fn rights_in_every_form() {
+        for (text, bits) in [
+            ("r", READ),
+            ("w", WRITE),
+            ("x", EXEC),
+            ("rw", READ | WRITE),
+            ("wr", READ | WRITE),
+            ("rx", READ | EXEC),
+            ("wx", WRITE | EXEC),
+            ("rwx", 7),
+            ("xwr", 7),
+            ("r--", READ),
+            ("rw-", READ | WRITE),
+            ("r-x", READ | EXEC),
+            ("-wx", WRITE | EXEC),
+            ("---", 0),
+        ] {
+            assert_eq!(Mode::parse_rights(text).unwrap(), bits, "{text}");
+        }
+        for bad in ["", "rr", "rwxx", "q", "R", "rx-", "--r", "r-", "w--x", "rwx-", "r w"] {
+            let e = Mode::parse_rights(bad).unwrap_err();
+            assert_eq!(e.code(), 3, "{bad}");
+        }
+        assert_eq!(Mode::rights_string(Mode::parse_rights("xr").unwrap()), "r-x");
     }
 }

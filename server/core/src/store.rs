@@ -45,6 +45,42 @@ pub struct IndexDef {
     pub columns: Vec<IndexColumn>,
 }
 
+/// What a constraint of a collection requires of each of its entries (`constraint_add_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConstraintRule {
+    /// The attribute is never NULL.
+    NotNull { attr: i64 },
+    /// No two entries have the same non-NULL value of the attribute.
+    Unique { attr: i64 },
+    /// A non-NULL value of `attr` is the value of `column` (an attribute carrying a unique
+    /// constraint, or FILE) of some entry of collection `collection`; such an entry cannot be
+    /// removed or changed while it is referred to.
+    Reference { attr: i64, collection: i64, column: IndexColumn },
+    /// The condition (query-language text as given) is not false for any entry.
+    Check { condition: String },
+}
+
+impl ConstraintRule {
+    /// The kind as `constraint_list` shows it and the store records it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ConstraintRule::NotNull { .. } => "not_null",
+            ConstraintRule::Unique { .. } => "unique",
+            ConstraintRule::Reference { .. } => "reference",
+            ConstraintRule::Check { .. } => "check",
+        }
+    }
+}
+
+/// A constraint of a collection: its name (unique per collection, case-insensitively) and rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConstraintDef {
+    pub id: i64,
+    pub collection_id: i64,
+    pub name: String,
+    pub rule: ConstraintRule,
+}
+
 /// A new entry for `insert_entries`: values line up with the `attrs` slice passed beside it.
 #[derive(Debug, Clone)]
 pub struct NewEntry {
@@ -189,6 +225,15 @@ pub struct DeletePlan {
     pub access: Option<EntryAccess>,
 }
 
+/// One site of the replica catalogue (`site_add`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteRecord {
+    pub id: i64,
+    pub name: String,
+    /// Empty when the site was added without one.
+    pub server: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserRecord {
     pub name: String,
@@ -249,9 +294,10 @@ pub trait StoreConn: Send + 'static {
         perms: u16,
         attrs: &[(String, AttrType, bool)],
     ) -> impl Future<Output = Result<CollectionInfo>> + Send;
-    /// Drops the collection, its table, attributes, indexes, ACLs (its own and its entries') and
-    /// sequences.
-    /// The caller checks emptiness.
+    /// Drops the collection, its table, attributes, indexes, constraints, ACLs (its own and its
+    /// entries') and sequences. The caller checks emptiness. A collection that a reference
+    /// constraint of another collection refers to stays, and the call fails with
+    /// `Error::IllegalCommand` naming it.
     fn remove_collection(&mut self, id: i64) -> impl Future<Output = Result<()>> + Send;
     fn set_collection_owner(&mut self, id: i64, owner: &str, group: &str) -> impl Future<Output = Result<()>> + Send;
     fn set_collection_perms(&mut self, id: i64, perms: u16) -> impl Future<Output = Result<()>> + Send;
@@ -265,9 +311,10 @@ pub trait StoreConn: Send + 'static {
         attr_type: AttrType,
         indexed: bool,
     ) -> impl Future<Output = Result<AttrDef>> + Send;
-    /// Removes the attribute and its column. An attribute that a composite index uses stays and
-    /// the call fails with `Error::IllegalCommand` naming the index (checked under the same
-    /// collection lock that `add_index` takes, so the two cannot race).
+    /// Removes the attribute and its column. An attribute that a composite index or a constraint
+    /// uses stays and the call fails with `Error::IllegalCommand` naming the index or constraint
+    /// (checked under the same collection lock that `add_index` and `add_constraint` take, so
+    /// they cannot race).
     fn remove_attribute(&mut self, collection_id: i64, attr: &AttrDef) -> impl Future<Output = Result<()>> + Send;
 
     /// The composite indexes of a collection, by name (case-insensitive order).
@@ -282,6 +329,28 @@ pub trait StoreConn: Send + 'static {
         columns: &[IndexColumn],
     ) -> impl Future<Output = Result<IndexDef>> + Send;
     fn remove_index(&mut self, collection_id: i64, index: &IndexDef) -> impl Future<Output = Result<()>> + Send;
+
+    /// The constraints of a collection, by name (case-insensitive order).
+    fn constraints(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<ConstraintDef>>> + Send;
+    /// One constraint by id (to name it in a violation), if it still exists.
+    fn constraint_by_id(&mut self, id: i64) -> impl Future<Output = Result<Option<ConstraintDef>>> + Send;
+    /// Records a constraint and makes it a database constraint at once if the entry table exists
+    /// (else it is created with the table); a reference also needs the referred collection's
+    /// table, which is created (empty) if missing. `check` is the resolved condition of a
+    /// `Check` rule over table 0 = the collection; `uses` every attribute the rule needs (they
+    /// cannot be removed while it exists). Existing entries that break it fail the call with
+    /// `Error::ConstraintViolation`; a taken name with `Error::Exists`.
+    fn add_constraint(
+        &mut self,
+        collection_id: i64,
+        name: &str,
+        rule: &ConstraintRule,
+        check: Option<&ast::Expr<Term>>,
+        uses: &[i64],
+    ) -> impl Future<Output = Result<ConstraintDef>> + Send;
+    /// Drops a constraint. A unique constraint that a reference relies on stays, and the call
+    /// fails with `Error::IllegalCommand` naming the reference.
+    fn remove_constraint(&mut self, constraint: &ConstraintDef) -> impl Future<Output = Result<()>> + Send;
 
     /// Inserts entries; a name that exists already fails the whole call with `Error::Exists`.
     fn insert_entries(
@@ -352,6 +421,8 @@ pub trait StoreConn: Send + 'static {
     fn remove_user(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
     fn set_password(&mut self, name: &str, password_hash: &str) -> impl Future<Output = Result<bool>> + Send;
     fn add_subject(&mut self, name: &str, subject: &str) -> impl Future<Output = Result<()>> + Send;
+    /// Removes one certificate subject of a user; false when the user has no such subject.
+    fn remove_subject(&mut self, name: &str, subject: &str) -> impl Future<Output = Result<bool>> + Send;
     fn subjects(&mut self, name: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
     fn groups_of(&mut self, user: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
     fn create_group(&mut self, name: &str, owner: &str) -> impl Future<Output = Result<()>> + Send;
@@ -359,9 +430,40 @@ pub trait StoreConn: Send + 'static {
     fn add_member(&mut self, group: &str, user: &str) -> impl Future<Output = Result<()>> + Send;
     fn remove_member(&mut self, group: &str, user: &str) -> impl Future<Output = Result<bool>> + Send;
     fn group_exists(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
+    /// Every user name, sorted.
+    fn user_names(&mut self) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// Every group name, sorted.
+    fn group_names(&mut self) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// The members of one group, sorted (empty for a missing group).
+    fn group_members(&mut self, group: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// Every site, by id.
+    fn sites(&mut self) -> impl Future<Output = Result<Vec<SiteRecord>>> + Send;
+    fn site_by_name(&mut self, name: &str) -> impl Future<Output = Result<Option<SiteRecord>>> + Send;
+    fn site_by_id(&mut self, id: i64) -> impl Future<Output = Result<Option<SiteRecord>>> + Send;
+    /// *Write.* Returns the new site's id.
+    fn add_site(&mut self, name: &str, server: &str) -> impl Future<Output = Result<i64>> + Send;
+    /// *Write.* The caller checked that no replica is at the site.
+    fn remove_site(&mut self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+    /// Whether any replica is at the site.
+    fn site_in_use(&mut self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+    /// The user who registered a GUID; `None` when the GUID has no record. With `lock`, the
+    /// record stays locked until the surrounding write unit ends.
+    fn replica_owner(&mut self, guid: &str, lock: bool) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// *Write.*
+    fn add_replica_file(&mut self, guid: &str, owner: &str) -> impl Future<Output = Result<()>> + Send;
+    /// *Write.* With its replicas.
+    fn remove_replica_file(&mut self, guid: &str) -> impl Future<Output = Result<()>> + Send;
+    /// The ids of the sites holding a GUID, ascending.
+    fn replica_sites(&mut self, guid: &str) -> impl Future<Output = Result<Vec<i64>>> + Send;
+    /// *Write.* The caller checked that the replica is not registered yet.
+    fn add_replica(&mut self, guid: &str, site_id: i64) -> impl Future<Output = Result<()>> + Send;
+    /// *Write.* False when there was no such replica.
+    fn remove_replica(&mut self, guid: &str, site_id: i64) -> impl Future<Output = Result<bool>> + Send;
 
     /// Marks a query token as ended; `expires` (unix seconds) says when the row may be purged.
-    fn revoke_token(&mut self, id: &str, expires: i64) -> impl Future<Output = Result<()>> + Send;
+    /// Returns `false` when the token was ended already (nothing changes then).
+    fn revoke_token(&mut self, id: &str, expires: i64) -> impl Future<Output = Result<bool>> + Send;
     fn is_token_revoked(&mut self, id: &str) -> impl Future<Output = Result<bool>> + Send;
 
     fn setting(&mut self, key: &str) -> impl Future<Output = Result<Option<String>>> + Send;

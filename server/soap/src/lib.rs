@@ -50,7 +50,9 @@ mod xml;
 
 pub use dds::{DdsCache, DdsConfig, DdsOutcome, DdsStats, TemplateKey};
 pub use error::{FaultCode, LimitKind, SoapError};
-pub use model::{Attribute, Entry, HeaderBlock, MDResult, NAMESPACE, Operation, ParsedRequest, Request, Response, Row};
+pub use model::{
+    Attribute, Entry, HeaderBlock, Index, MDResult, NAMESPACE, Operation, ParsedRequest, Request, Response, Row,
+};
 pub use parse::{Limits, parse_request};
 pub use version::{SOAP11_ENV_NS, SOAP12_ENV_NS, SoapVersion, content_type_action, detect_version};
 pub use write::{

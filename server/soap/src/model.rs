@@ -28,6 +28,9 @@ pub enum Operation {
     Query,
     NextQuery,
     EndQuery,
+    IndexCreate,
+    IndexRemove,
+    IndexList,
 }
 
 macro_rules! operation_table {
@@ -77,6 +80,9 @@ operation_table! {
     Query => "query", "queryResponse", "urn:ardacat:metadata:1#query";
     NextQuery => "nextQuery", "nextQueryResponse", "urn:ardacat:metadata:1#nextQuery";
     EndQuery => "endQuery", "endQueryResponse", "urn:ardacat:metadata:1#endQuery";
+    IndexCreate => "indexCreate", "indexCreateResponse", "urn:ardacat:metadata:1#indexCreate";
+    IndexRemove => "indexRemove", "indexRemoveResponse", "urn:ardacat:metadata:1#indexRemove";
+    IndexList => "indexList", "indexListResponse", "urn:ardacat:metadata:1#indexList";
 }
 
 impl Operation {
@@ -149,6 +155,14 @@ pub struct MDResult {
     pub more: bool,
 }
 
+/// XSD `tns:Index`: a composite index of a collection, its columns in index order (`FILE` for
+/// the entry name).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Index {
+    pub name: String,
+    pub attribute_names: Vec<String>,
+}
+
 /// One request, decoded from the Body's single child element.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
@@ -169,6 +183,9 @@ pub enum Request {
     Query { select: Vec<String>, condition: Option<String>, order_by: Option<String>, page_size: Option<u32> },
     NextQuery { token: String, page_size: Option<u32> },
     EndQuery { token: String },
+    IndexCreate { schema_name: String, index_name: String, attribute_names: Vec<String> },
+    IndexRemove { schema_name: String, index_name: String },
+    IndexList { schema_name: String },
 }
 
 impl Request {
@@ -191,6 +208,9 @@ impl Request {
             Request::Query { .. } => Operation::Query,
             Request::NextQuery { .. } => Operation::NextQuery,
             Request::EndQuery { .. } => Operation::EndQuery,
+            Request::IndexCreate { .. } => Operation::IndexCreate,
+            Request::IndexRemove { .. } => Operation::IndexRemove,
+            Request::IndexList { .. } => Operation::IndexList,
         }
     }
 }
@@ -257,6 +277,11 @@ pub enum Response {
     Query(MDResult),
     NextQuery(MDResult),
     EndQuery,
+    IndexCreate,
+    IndexRemove,
+    IndexList {
+        indexes: Vec<Index>,
+    },
 }
 
 impl Response {
@@ -279,6 +304,9 @@ impl Response {
             Response::Query(_) => Operation::Query,
             Response::NextQuery(_) => Operation::NextQuery,
             Response::EndQuery => Operation::EndQuery,
+            Response::IndexCreate => Operation::IndexCreate,
+            Response::IndexRemove => Operation::IndexRemove,
+            Response::IndexList { .. } => Operation::IndexList,
         }
     }
 }

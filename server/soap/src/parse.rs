@@ -279,6 +279,15 @@ fn parse_operation(lx: &mut Lexer<'_>, el: Elem) -> Result<Request, SoapError> {
         },
         Operation::NextQuery => Request::NextQuery { token: f.string("token")?, page_size: f.opt_u32("pageSize")? },
         Operation::EndQuery => Request::EndQuery { token: f.string("token")? },
+        Operation::IndexCreate => Request::IndexCreate {
+            schema_name: f.string("schemaName")?,
+            index_name: f.string("indexName")?,
+            attribute_names: f.strings("attributeName")?,
+        },
+        Operation::IndexRemove => {
+            Request::IndexRemove { schema_name: f.string("schemaName")?, index_name: f.string("indexName")? }
+        }
+        Operation::IndexList => Request::IndexList { schema_name: f.string("schemaName")? },
     };
     f.finish()?;
     Ok(req)

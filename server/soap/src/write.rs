@@ -533,7 +533,19 @@ fn write_response_inner(version: SoapVersion, response: &Response, out: &mut Vec
         | Response::DropSchema
         | Response::AddSchemaAttributes
         | Response::RemoveSchemaAttributes
-        | Response::EndQuery => {}
+        | Response::EndQuery
+        | Response::IndexCreate
+        | Response::IndexRemove => {}
+        Response::IndexList { indexes } => {
+            for ix in indexes {
+                open(out, "index");
+                simple(out, "name", &ix.name, "index/name")?;
+                for a in &ix.attribute_names {
+                    simple(out, "attributeName", a, "index/attributeName")?;
+                }
+                close(out, "index");
+            }
+        }
         Response::GetVersion { version } => simple(out, "version", version, "version")?,
         Response::ListSchemas { schema_names } => {
             for n in schema_names {
@@ -772,6 +784,16 @@ fn write_request_inner(version: SoapVersion, request: &Request, out: &mut Vec<u8
             page(out, page_size);
         }
         Request::EndQuery { token } => simple(out, "token", token, "token")?,
+        Request::IndexCreate { schema_name, index_name, attribute_names } => {
+            simple(out, "schemaName", schema_name, "schemaName")?;
+            simple(out, "indexName", index_name, "indexName")?;
+            strings(out, "attributeName", attribute_names)?;
+        }
+        Request::IndexRemove { schema_name, index_name } => {
+            simple(out, "schemaName", schema_name, "schemaName")?;
+            simple(out, "indexName", index_name, "indexName")?;
+        }
+        Request::IndexList { schema_name } => simple(out, "schemaName", schema_name, "schemaName")?,
     }
     close(out, op.name());
     out.extend_from_slice(ENVELOPE_TAIL);

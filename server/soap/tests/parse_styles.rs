@@ -131,6 +131,20 @@ fn cases() -> Vec<(&'static str, Request)> {
         ),
         ("<P:nextQuery><P:token>q-1</P:token></P:nextQuery>", Request::NextQuery { token: s("q-1"), page_size: None }),
         ("<P:endQuery><P:token>q-1</P:token></P:endQuery>", Request::EndQuery { token: s("q-1") }),
+        (
+            "<P:indexCreate><P:schemaName>/a</P:schemaName><P:indexName>ix</P:indexName>\
+             <P:attributeName>size</P:attributeName><P:attributeName>FILE</P:attributeName></P:indexCreate>",
+            Request::IndexCreate {
+                schema_name: s("/a"),
+                index_name: s("ix"),
+                attribute_names: vec![s("size"), s("FILE")],
+            },
+        ),
+        (
+            "<P:indexRemove><P:schemaName>/a</P:schemaName><P:indexName>ix</P:indexName></P:indexRemove>",
+            Request::IndexRemove { schema_name: s("/a"), index_name: s("ix") },
+        ),
+        ("<P:indexList><P:schemaName>/a</P:schemaName></P:indexList>", Request::IndexList { schema_name: s("/a") }),
     ]
 }
 

@@ -79,6 +79,12 @@ fn request() -> impl Strategy<Value = Request> {
         (xml_string(), prop::option::of(any::<u32>()))
             .prop_map(|(token, page_size)| Request::NextQuery { token, page_size }),
         xml_string().prop_map(|token| Request::EndQuery { token }),
+        (xml_string(), xml_string(), strings()).prop_map(|(schema_name, index_name, attribute_names)| {
+            Request::IndexCreate { schema_name, index_name, attribute_names }
+        }),
+        (xml_string(), xml_string())
+            .prop_map(|(schema_name, index_name)| Request::IndexRemove { schema_name, index_name }),
+        xml_string().prop_map(|schema_name| Request::IndexList { schema_name }),
     ]
 }
 

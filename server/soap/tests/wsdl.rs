@@ -257,6 +257,15 @@ fn sample_responses() -> Vec<Response> {
         Response::Query(MDResult::default()),
         Response::NextQuery(result),
         Response::EndQuery,
+        Response::IndexCreate,
+        Response::IndexRemove,
+        Response::IndexList {
+            indexes: vec![
+                ardacat_soap::Index { name: "by_run".into(), attribute_names: vec!["run".into(), "FILE".into()] },
+                ardacat_soap::Index::default(),
+            ],
+        },
+        Response::IndexList { indexes: vec![] },
     ]
 }
 

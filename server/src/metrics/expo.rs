@@ -32,16 +32,22 @@ pub struct Sample {
     pub kind: Kind,
     pub help: &'static str,
     pub labels: Vec<(&'static str, String)>,
-    pub value: u64,
+    /// Counts are whole numbers (printed without a fraction); seconds may have one.
+    pub value: f64,
 }
 
 impl Sample {
     pub fn counter(name: &'static str, help: &'static str, value: u64) -> Sample {
-        Sample { name, kind: Kind::Counter, help, labels: Vec::new(), value }
+        Sample { name, kind: Kind::Counter, help, labels: Vec::new(), value: value as f64 }
     }
 
     pub fn gauge(name: &'static str, help: &'static str, value: u64) -> Sample {
-        Sample { name, kind: Kind::Gauge, help, labels: Vec::new(), value }
+        Sample { name, kind: Kind::Gauge, help, labels: Vec::new(), value: value as f64 }
+    }
+
+    /// A counter of seconds (a `_seconds_total` family).
+    pub fn seconds_counter(name: &'static str, help: &'static str, seconds: f64) -> Sample {
+        Sample { name, kind: Kind::Counter, help, labels: Vec::new(), value: seconds }
     }
 
     pub fn label(mut self, key: &'static str, value: impl Into<String>) -> Sample {

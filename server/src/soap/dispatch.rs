@@ -26,8 +26,8 @@ use ardacat_core::store::AttrDef;
 use ardacat_core::types::Value;
 use ardacat_core::{Error, Result, RowSink};
 use ardacat_soap::{
-    Attribute, EntryColumns, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError, SoapVersion,
-    write_response,
+    Attribute, EntryColumns, Index, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError,
+    SoapVersion, write_response,
 };
 use axum::body::Body;
 use bytes::Bytes;
@@ -190,6 +190,22 @@ pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req
             cat.end_token(s, &token, now(), cfg.soap_token_ttl_secs).await?;
             Response::EndQuery
         }
+        Request::IndexCreate { schema_name, index_name, attribute_names } => {
+            cat.index_create(s, &schema_name, &index_name, &attribute_names).await?;
+            Response::IndexCreate
+        }
+        Request::IndexRemove { schema_name, index_name } => {
+            cat.index_remove(s, &schema_name, &index_name).await?;
+            Response::IndexRemove
+        }
+        Request::IndexList { schema_name } => Response::IndexList {
+            indexes: cat
+                .index_list(s, &schema_name)
+                .await?
+                .into_iter()
+                .map(|ix| Index { name: ix.name, attribute_names: ix.columns })
+                .collect(),
+        },
     };
     complete(version, &response)
 }

@@ -17,6 +17,7 @@ use ardacat_soap::dds::ShadowPolicy;
 use ardacat_soap::{DdsCache, DdsConfig};
 
 use crate::Cat;
+use crate::admission::{Gate, Refusal};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::metrics::expo::Sample;
@@ -37,12 +38,57 @@ pub struct Stats {
     pub errors: AtomicU64,
 }
 
+/// HTTP connection counters (admission is counted by the port's [`Gate`]).
+#[derive(Default)]
+pub struct HttpStats {
+    pub connections_total: AtomicU64,
+    /// Connections closed for a slow or idle client, by phase (see [`HttpTimeout`]).
+    pub timeouts: [AtomicU64; 4],
+}
+
+/// The phase in which an HTTP client was too slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpTimeout {
+    /// The request header did not arrive within `http_header_timeout_ms`.
+    Header,
+    /// The request body arrived slower than `http_body_timeout_ms`/`http_body_min_rate` allow.
+    Body,
+    /// A kept-alive connection sat idle for `http_idle_timeout_ms`.
+    Idle,
+    /// The client left a response unread for `http_idle_timeout_ms`.
+    Write,
+}
+
+impl HttpTimeout {
+    pub const ALL: [HttpTimeout; 4] = [HttpTimeout::Header, HttpTimeout::Body, HttpTimeout::Idle, HttpTimeout::Write];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            HttpTimeout::Header => "header",
+            HttpTimeout::Body => "body",
+            HttpTimeout::Idle => "idle",
+            HttpTimeout::Write => "write",
+        }
+    }
+}
+
+impl HttpStats {
+    pub fn timed_out(&self, t: HttpTimeout) {
+        self.timeouts[t as usize].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// State every connection and request shares.
 pub struct Shared {
     pub catalogue: Cat,
     pub config: Arc<Config>,
     pub sessions: SessionRegistry,
     pub stats: Stats,
+    /// Connection slots of the TCP port (`max_connections`, per-peer cap).
+    pub tcp_gate: Arc<Gate>,
+    /// Connection slots of the HTTP port (`max_http_connections`, per-peer cap).
+    pub http_gate: Arc<Gate>,
+    pub http_stats: HttpStats,
     pub login_limiter: LoginLimiter,
     pub metrics: Metrics,
     /// Certificates and acceptors when TLS is configured (`ssl` on TCP, HTTPS on HTTP);
@@ -59,6 +105,13 @@ impl Shared {
             catalogue,
             sessions: SessionRegistry::new(Duration::from_secs(config.idle_timeout_secs)),
             stats: Stats::default(),
+            tcp_gate: Gate::new(config.max_connections, config.max_connections_per_peer, config.trusted_peers.clone()),
+            http_gate: Gate::new(
+                config.max_http_connections,
+                config.max_connections_per_peer,
+                config.trusted_peers.clone(),
+            ),
+            http_stats: HttpStats::default(),
             login_limiter: LoginLimiter::new(config.max_failed_logins_per_minute),
             metrics: Metrics::default(),
             dds: new_dds(&config),
@@ -87,6 +140,53 @@ impl Shared {
             Sample::gauge("db_pool_connections", "Database connections open, by state.", pool.in_use as u64)
                 .label("state", "in_use"),
         ];
+        let queue = self.catalogue.store().db().acquire_stats();
+        out.extend([
+            Sample::counter("db_acquires_total", "Database connections requests took from the pool.", queue.acquires),
+            Sample::gauge("db_acquire_waiting", "Requests waiting for a free database connection now.", queue.waiting),
+            Sample::seconds_counter(
+                "db_acquire_wait_seconds_total",
+                "Time requests spent waiting for a free database connection.",
+                queue.wait_seconds,
+            ),
+            Sample::counter(
+                "db_acquire_timeouts_total",
+                "Requests that found no free database connection within db_acquire_timeout_ms (code 19).",
+                queue.timeouts,
+            ),
+        ]);
+        let refused = |gate: &Gate, name, help| {
+            [Refusal::Full, Refusal::PeerFull]
+                .map(|r| Sample::counter(name, help, gate.refused(r)).label("reason", r.label()))
+        };
+        out.extend(refused(
+            &self.tcp_gate,
+            "tcp_connections_refused_total",
+            "TCP connections refused at once, by reason (max_connections, per_peer).",
+        ));
+        out.extend([
+            Sample::gauge("http_connections_open", "HTTP connections open now.", self.http_gate.open() as u64),
+            Sample::counter(
+                "http_connections_total",
+                "HTTP connections accepted.",
+                load(&self.http_stats.connections_total),
+            ),
+        ]);
+        out.extend(refused(
+            &self.http_gate,
+            "http_connections_refused_total",
+            "HTTP connections refused with 503, by reason (max_connections, per_peer).",
+        ));
+        for t in HttpTimeout::ALL {
+            out.push(
+                Sample::counter(
+                    "http_timeouts_total",
+                    "HTTP connections closed for a slow or idle client, by phase.",
+                    load(&self.http_stats.timeouts[t as usize]),
+                )
+                .label("phase", t.label()),
+            );
+        }
         if let Some(dds) = &self.dds {
             let d = dds.stats();
             out.extend([

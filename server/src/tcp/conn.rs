@@ -234,19 +234,23 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     if sql::is_statement(line) {
         return run_sql(shared, st, line, reply).await;
     }
-    let args: Vec<String> = if st.escape {
+    // With `escape`, `\N` is NULL: the parser learns which arguments were, and only a value may be.
+    let (args, nulls): (Vec<String>, Vec<bool>) = if st.escape {
         tokenize_escaped(line)
             .map_err(|e| Error::IllegalCommand(e.to_string()))?
             .into_iter()
-            .map(|a| a.unwrap_or_default())
-            .collect()
+            .map(|a| match a {
+                Some(a) => (a, false),
+                None => (String::new(), true),
+            })
+            .unzip()
     } else {
-        tokenize(line).map_err(|e| Error::IllegalCommand(e.to_string()))?
+        (tokenize(line).map_err(|e| Error::IllegalCommand(e.to_string()))?, Vec::new())
     };
     if args.len() > shared.config.max_args {
         return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));
     }
-    let cmd = Command::parse(&args)?;
+    let cmd = Command::parse_escaped(&args, &nulls)?;
     // User, group and ACL changes made since the last command apply now (one atomic load when
     // nothing changed).
     shared.catalogue.refresh_if_changed(&mut st.session).await?;

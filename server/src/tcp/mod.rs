@@ -1,5 +1,5 @@
-//! The TCP streaming frontend (AMGA-compatible): the accept loop with a connection limit and
-//! the state of one connection. A connection is opened by `handshake` (greeting, options, TLS,
+//! The TCP streaming frontend (AMGA-compatible): the accept loop, which refuses connections past
+//! the port's limits at once (`crate::admission` decides), and the state of one connection. A connection is opened by `handshake` (greeting, options, TLS,
 //! login), then served by the command loop in `conn`, which looks each line up in the command
 //! table (`command`); `reply` writes replies,
 //! `stall` guards writes. Wire syntax is ardacat-proto's; the meaning of commands is the
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -24,6 +24,7 @@ use std::net::SocketAddr;
 
 use ardacat_core::Session;
 
+use crate::admission::Refusal;
 use crate::state::Shared;
 
 /// What one connection carries between commands.
@@ -47,27 +48,83 @@ impl ConnState {
     }
 }
 
+/// Refused connections whose refusal is still being delivered (see [`refuse`]); past this many
+/// a refused connection is closed right after its refusal is written.
+const MAX_LINGERING_REFUSALS: usize = 256;
+
+/// How long a refused connection is kept open to read what its client sent, so that closing it
+/// does not reset the connection before the client has read the refusal.
+const REFUSAL_LINGER: Duration = Duration::from_secs(2);
+
+/// The bytes a refused client gets instead of the greeting: one AMGA status line with code 19
+/// (limit exceeded), then the server closes. An AMGA client reads the greeting first and
+/// reports a connection closed before three greeting lines as a failed connect; ardacat's own
+/// clients show the line.
+pub fn refusal_line(r: Refusal) -> Vec<u8> {
+    use tokio_util::codec::Encoder;
+    let message = match r {
+        Refusal::Full => "Server busy: too many connections; try again later",
+        Refusal::PeerFull => "Server busy: too many connections from your address; try again later",
+    };
+    let mut buf = bytes::BytesMut::new();
+    // Encoding a status line cannot fail (the message holds no framing byte).
+    let _ = ardacat_proto::ServerCodec::new(1024).encode(ardacat_proto::ReplyPiece::error(19, message), &mut buf);
+    buf.to_vec()
+}
+
+/// Write `refusal` on a connection that gets no slot and close it. Never waits: the refusal fits
+/// the empty send buffer of a new socket. A few refused connections linger briefly (bounded in
+/// number and time) so the client reads the refusal rather than a reset.
+pub fn refuse(stream: TcpStream, refusal: &[u8], lingering: &Arc<Semaphore>) {
+    let _ = stream.try_write(refusal);
+    if let Ok(permit) = lingering.clone().try_acquire_owned() {
+        tokio::spawn(async move {
+            linger(stream).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Half-close, then read and drop what the client sends until it closes or [`REFUSAL_LINGER`]
+/// passes: closing a socket with unread input sends a reset, which can destroy the refusal
+/// before the client reads it.
+pub async fn linger<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut stream: S) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.shutdown().await;
+    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
+        let mut sink = [0u8; 1024];
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
+
 /// Accept connections until `shutdown`; then wait (bounded) for open connections to finish
-/// their current command.
+/// their current command. A connection past `max_connections`, or past
+/// `max_connections_per_peer` from its address, is refused at once ([`refusal_line`]).
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
-    let limit = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    let refusals = [Refusal::Full, Refusal::PeerFull].map(refusal_line);
+    let lingering = Arc::new(Semaphore::new(MAX_LINGERING_REFUSALS));
     let tracker = TaskTracker::new();
     loop {
-        // Take a permit before accepting, so excess clients wait in the kernel backlog.
-        let permit = tokio::select! {
-            p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-            _ = shutdown.cancelled() => break,
-        };
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(v) => v,
                 Err(e) => {
+                    // Out of file descriptors, most likely: wait for some to close.
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
             _ = shutdown.cancelled() => break,
+        };
+        let slot = match shared.tcp_gate.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(r) => {
+                tracing::debug!(%peer, reason = r.label(), "connection refused");
+                refuse(stream, &refusals[(r == Refusal::PeerFull) as usize], &lingering);
+                continue;
+            }
         };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
@@ -77,7 +134,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
             shared.stats.connections_total.fetch_add(1, Ordering::Relaxed);
             handshake::serve(stream, peer, shared.clone(), shutdown).await;
             shared.stats.connections_open.fetch_sub(1, Ordering::Relaxed);
-            drop(permit);
+            drop(slot);
         });
     }
     tracker.close();

@@ -3,9 +3,11 @@
 
 use ardacat_core::error::{Error, Result};
 use ardacat_core::perm::AclEntry;
+use ardacat_core::query::Term;
+use ardacat_core::query::ast::Expr;
 use ardacat_core::store::{
-    AttrDef, CollectionInfo, DeletePlan, EntryMeta, EntryMetaChange, IndexColumn, IndexDef, NewEntry, RowSender,
-    SelectPlan, Store, StoreConn, UpdatePlan, UserRecord,
+    AttrDef, CollectionInfo, ConstraintDef, ConstraintRule, DeletePlan, EntryMeta, EntryMetaChange, IndexColumn,
+    IndexDef, NewEntry, RowSender, SelectPlan, SiteRecord, Store, StoreConn, UpdatePlan, UserRecord,
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
 use chrono::Utc;
@@ -15,8 +17,11 @@ use std::time::{Duration, Instant};
 
 use crate::error::StoreError;
 use crate::exec::{Backend, Conn, Db};
-use crate::sql::compile::{attr_column, table_name};
-use crate::sql::{Compiled, Dialect, compile_delete, compile_insert, compile_select, compile_update, statements};
+use crate::sql::compile::{attr_column, compile_condition, table_name};
+use crate::sql::{
+    Compiled, Dialect, compile_delete, compile_insert, compile_select, compile_update, constraints, replicas,
+    statements,
+};
 
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Error {
@@ -33,9 +38,9 @@ pub fn map_err(e: StoreError) -> Error {
         StoreError::PoolTimeout => Error::LimitExceeded("no database connection free in time".into()),
         StoreError::Busy => Error::Transaction("the database is busy; try again".into()),
         StoreError::Timeout => Error::LimitExceeded("query time limit exceeded; the statement was cancelled".into()),
-        StoreError::Database(m) if m.contains("CHECK constraint") || m.contains("value too long") => {
-            Error::InvalidValue("value does not fit its attribute type".into())
-        }
+        StoreError::ValueDoesNotFit(_) => Error::InvalidValue("value does not fit its attribute type".into()),
+        // The catalogue names the constraint (`Catalogue::unit`).
+        StoreError::ConstraintViolation(id) => Error::ConstraintViolation { id, text: String::new() },
         other => {
             tracing::warn!(error = %other, "storage error");
             Error::Internal(other.to_string())
@@ -187,6 +192,10 @@ fn text_of(v: &Value) -> String {
 /// An ACL row `(principal, is_group, rights)` of `acls` or `entry_acls`.
 fn acl_from(r: &[Value]) -> AclEntry {
     AclEntry { principal: text_of(&r[0]), is_group: matches!(r[1], Value::Bool(true)), rights: int_of(&r[2]) as u16 }
+}
+
+fn site_from(r: &[Value]) -> SiteRecord {
+    SiteRecord { id: int_of(&r[0]), name: text_of(&r[1]), server: text_of(&r[2]) }
 }
 
 fn int_of(v: &Value) -> i64 {
@@ -378,6 +387,11 @@ impl SqlConn {
         for ix in self.load_indexes(id).await? {
             self.create_composite_index(id, &ix).await?;
         }
+        // The table is empty: nothing to validate.
+        for (k, check_sql) in self.load_constraints(id).await? {
+            let ddl = constraints::create_ddl(self.dialect, &k, check_sql.as_deref());
+            self.run_ddl(ddl).await?;
+        }
         let sql = format!(
             "UPDATE collections SET has_table = {} WHERE id = {}",
             self.p(1, ValueType::Bool),
@@ -451,6 +465,112 @@ impl SqlConn {
 /// SQL name of a composite index: `e<collection id>_x<index id>` (per-attribute ones are `_a<id>`).
 fn composite_index_name(collection_id: i64, index_id: i64) -> String {
     format!("{}_x{index_id}", table_name(collection_id))
+}
+
+/// Columns of a constraint row: id, collection_id, name, kind, attribute_id, ref_collection_id,
+/// ref_attribute_id, condition, check_sql.
+const CONSTRAINT_COLS: &str =
+    "id, collection_id, name, kind, attribute_id, ref_collection_id, ref_attribute_id, condition, check_sql";
+const CONSTRAINT_TYPES: [ValueType; 9] = [
+    ValueType::Int,
+    ValueType::Int,
+    ValueType::Text,
+    ValueType::Text,
+    ValueType::Int,
+    ValueType::Int,
+    ValueType::Int,
+    ValueType::Text,
+    ValueType::Text,
+];
+
+/// A constraint row → its definition and its stored check SQL.
+fn constraint_from(r: &[Value]) -> Result<(ConstraintDef, Option<String>)> {
+    let attr = int_of(&r[4]);
+    let rule = match text_of(&r[3]).as_str() {
+        "not_null" => ConstraintRule::NotNull { attr },
+        "unique" => ConstraintRule::Unique { attr },
+        "reference" => ConstraintRule::Reference {
+            attr,
+            collection: int_of(&r[5]),
+            column: match r[6] {
+                Value::Int(a) => IndexColumn::Attr(a),
+                _ => IndexColumn::File,
+            },
+        },
+        "check" => ConstraintRule::Check { condition: text_of(&r[7]) },
+        other => return Err(Error::Internal(format!("unknown constraint kind {other}"))),
+    };
+    let def = ConstraintDef { id: int_of(&r[0]), collection_id: int_of(&r[1]), name: text_of(&r[2]), rule };
+    Ok((def, r[8].to_wire()))
+}
+
+impl SqlConn {
+    /// The constraints of a collection with their stored check SQL, by name.
+    async fn load_constraints(&mut self, collection_id: i64) -> Result<Vec<(ConstraintDef, Option<String>)>> {
+        let sql = format!(
+            "SELECT {CONSTRAINT_COLS} FROM entry_constraints WHERE collection_id = {} ORDER BY id",
+            self.p(1, ValueType::Int)
+        );
+        let rows = self.rows(&sql, &[Value::Int(collection_id)], &CONSTRAINT_TYPES).await?;
+        let mut out = rows.iter().map(|r| constraint_from(r)).collect::<Result<Vec<_>>>()?;
+        // By name in byte order on both backends, as indexes.
+        out.sort_by_cached_key(|(k, _)| k.name.to_ascii_lowercase());
+        Ok(out)
+    }
+
+    async fn run_ddl(&mut self, statements: Vec<String>) -> Result<()> {
+        for s in statements {
+            self.batch(&s).await?;
+        }
+        Ok(())
+    }
+
+    /// Names of the constraints of other collections that refer to `collection_id` (with
+    /// `column`, only those referring to that column), as `<name> of <path>`.
+    async fn references_to(&mut self, collection_id: i64, column: Option<i64>) -> Result<Vec<String>> {
+        let mut sql = format!(
+            "SELECT k.name, c.path FROM entry_constraints k JOIN collections c ON c.id = k.collection_id \
+             WHERE k.kind = 'reference' AND k.ref_collection_id = {}",
+            self.p(1, ValueType::Int)
+        );
+        let mut params = vec![Value::Int(collection_id)];
+        match column {
+            Some(a) => {
+                let _ = std::fmt::Write::write_fmt(
+                    &mut sql,
+                    format_args!(" AND k.ref_attribute_id = {}", self.p(2, ValueType::Int)),
+                );
+                params.push(Value::Int(a));
+            }
+            None => {
+                let _ = std::fmt::Write::write_fmt(
+                    &mut sql,
+                    format_args!(" AND k.collection_id <> {}", self.p(2, ValueType::Int)),
+                );
+                params.push(Value::Int(collection_id));
+            }
+        }
+        sql.push_str(" ORDER BY k.id");
+        let rows = self.rows(&sql, &params, &[ValueType::Text, ValueType::Text]).await?;
+        Ok(rows.iter().map(|r| format!("{} of {}", text_of(&r[0]), text_of(&r[1]))).collect())
+    }
+
+    /// Drops the database side of every constraint of a collection and their rows.
+    async fn delete_constraints(&mut self, collection_id: i64, has_table: bool) -> Result<()> {
+        for (k, _) in self.load_constraints(collection_id).await? {
+            let ddl = constraints::drop_ddl(self.dialect, &k, has_table);
+            self.run_ddl(ddl).await?;
+        }
+        let p = self.p(1, ValueType::Int);
+        let sql = format!(
+            "DELETE FROM entry_constraint_columns WHERE constraint_id IN \
+             (SELECT id FROM entry_constraints WHERE collection_id = {p})"
+        );
+        self.exec(&sql, &[Value::Int(collection_id)]).await?;
+        self.exec(&format!("DELETE FROM entry_constraints WHERE collection_id = {p}"), &[Value::Int(collection_id)])
+            .await?;
+        Ok(())
+    }
 }
 
 impl SqlConn {
@@ -639,7 +759,17 @@ impl StoreConn for SqlConn {
 
     async fn remove_collection(&mut self, id: i64) -> Result<()> {
         self.writing()?;
+        let referrers = self.references_to(id, None).await?;
+        if !referrers.is_empty() {
+            return Err(Error::IllegalCommand(format!(
+                "the collection is referred to by constraint {}; drop that first (constraint_drop)",
+                referrers.join(", ")
+            )));
+        }
         self.schema_changed();
+        // Its references' triggers on other tables (SQLite) go by name, before its attributes.
+        let has_table = self.lock_table_state(id).await?;
+        self.delete_constraints(id, has_table).await?;
         self.batch(&format!("DROP TABLE IF EXISTS {}", table_name(id))).await?;
         // SQLite may hand the id to the next collection, which starts without a table.
         self.cache().tables.remove(&id);
@@ -755,6 +885,20 @@ impl StoreConn for SqlConn {
                 names.join(", ")
             )));
         }
+        let sql = format!(
+            "SELECT k.name FROM entry_constraints k JOIN entry_constraint_columns u ON u.constraint_id = k.id \
+             WHERE u.attribute_id = {} ORDER BY k.id",
+            self.p(1, ValueType::Int)
+        );
+        let users = self.rows(&sql, &[Value::Int(attr.id)], &[ValueType::Text]).await?;
+        if !users.is_empty() {
+            let names: Vec<String> = users.iter().map(|r| text_of(&r[0])).collect();
+            return Err(Error::IllegalCommand(format!(
+                "attribute {} is used by constraint {}; drop the constraint first (constraint_drop)",
+                attr.name,
+                names.join(", ")
+            )));
+        }
         if has_table {
             let t = table_name(collection_id);
             let c = attr_column(attr.id);
@@ -833,6 +977,159 @@ impl StoreConn for SqlConn {
         let n = self.exec(&format!("DELETE FROM entry_indexes WHERE id = {p}"), &[Value::Int(index.id)]).await?;
         if n == 0 {
             return Err(Error::NotFound(format!("index {}", index.name)));
+        }
+        Ok(())
+    }
+
+    async fn constraints(&mut self, collection_id: i64) -> Result<Vec<ConstraintDef>> {
+        Ok(self.load_constraints(collection_id).await?.into_iter().map(|(k, _)| k).collect())
+    }
+
+    async fn constraint_by_id(&mut self, id: i64) -> Result<Option<ConstraintDef>> {
+        let sql = format!("SELECT {CONSTRAINT_COLS} FROM entry_constraints WHERE id = {}", self.p(1, ValueType::Int));
+        let rows = self.rows(&sql, &[Value::Int(id)], &CONSTRAINT_TYPES).await?;
+        rows.first().map(|r| constraint_from(r).map(|(k, _)| k)).transpose()
+    }
+
+    async fn add_constraint(
+        &mut self,
+        collection_id: i64,
+        name: &str,
+        rule: &ConstraintRule,
+        check: Option<&Expr<Term>>,
+        uses: &[i64],
+    ) -> Result<ConstraintDef> {
+        self.writing()?;
+        // Constraint definitions are not cached: nothing to invalidate.
+        let mut has_table = self.lock_table_state(collection_id).await?;
+        if let ConstraintRule::Reference { collection, .. } = rule {
+            // Both tables must exist for a foreign key (PostgreSQL) or triggers that look into
+            // the other table (SQLite); an empty table costs little.
+            self.create_table_once(*collection).await?;
+            if !has_table {
+                self.create_table_once(collection_id).await?;
+                has_table = true;
+            }
+        }
+        // The attributes were looked up before the lock; a concurrent removeattr may have won.
+        let p = self.p(1, ValueType::Int);
+        for &a in uses {
+            let rows = self
+                .rows(&format!("SELECT id FROM attributes WHERE id = {p}"), &[Value::Int(a)], &[ValueType::Int])
+                .await?;
+            if rows.is_empty() {
+                return Err(Error::NoSuchAttribute(format!("attribute #{a} was removed meanwhile")));
+            }
+        }
+        let (stored_sql, probe_sql) = match check {
+            Some(e) => {
+                let qualifier = match self.dialect {
+                    Dialect::Sqlite => "NEW",
+                    Dialect::Postgres => "",
+                };
+                let unwritable =
+                    || Error::IllegalQuery("a value of the condition cannot be part of a constraint".into());
+                let stored = compile_condition(self.dialect, e, qualifier).ok_or_else(unwritable)?;
+                let probe = compile_condition(self.dialect, e, &table_name(collection_id)).ok_or_else(unwritable)?;
+                (Some(stored), Some(probe))
+            }
+            None => (None, None),
+        };
+        let (attr, ref_coll, ref_attr, condition) = match rule {
+            ConstraintRule::NotNull { attr } | ConstraintRule::Unique { attr } => {
+                (Value::Int(*attr), Value::Null, Value::Null, Value::Null)
+            }
+            ConstraintRule::Reference { attr, collection, column } => (
+                Value::Int(*attr),
+                Value::Int(*collection),
+                match column {
+                    IndexColumn::File => Value::Null,
+                    IndexColumn::Attr(a) => Value::Int(*a),
+                },
+                Value::Null,
+            ),
+            ConstraintRule::Check { condition } => {
+                (Value::Null, Value::Null, Value::Null, Value::Text(condition.clone()))
+            }
+        };
+        let sql = format!(
+            "INSERT INTO entry_constraints (collection_id, name, name_key, kind, attribute_id, ref_collection_id, \
+             ref_attribute_id, condition, check_sql) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {}) RETURNING id",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Text),
+            self.p(3, ValueType::Text),
+            self.p(4, ValueType::Text),
+            self.p(5, ValueType::Int),
+            self.p(6, ValueType::Int),
+            self.p(7, ValueType::Int),
+            self.p(8, ValueType::Text),
+            self.p(9, ValueType::Text)
+        );
+        let params = [
+            Value::Int(collection_id),
+            Value::Text(name.into()),
+            Value::Text(name.to_ascii_lowercase()),
+            Value::Text(rule.kind().into()),
+            attr,
+            ref_coll,
+            ref_attr,
+            condition,
+            stored_sql.clone().map_or(Value::Null, Value::Text),
+        ];
+        let id = match self.rows(&sql, &params, &[ValueType::Int]).await {
+            Ok(rows) => rows
+                .first()
+                .and_then(|r| r.first())
+                .map(int_of)
+                .ok_or_else(|| Error::Internal("no constraint id".into()))?,
+            Err(Error::Exists(_)) => return Err(Error::Exists(format!("constraint {name}"))),
+            Err(e) => return Err(e),
+        };
+        let sql = format!(
+            "INSERT INTO entry_constraint_columns (constraint_id, attribute_id) VALUES ({}, {}) ON CONFLICT DO NOTHING",
+            self.p(1, ValueType::Int),
+            self.p(2, ValueType::Int)
+        );
+        for &a in uses {
+            self.exec(&sql, &[Value::Int(id), Value::Int(a)]).await?;
+        }
+        let def = ConstraintDef { id, collection_id, name: name.into(), rule: rule.clone() };
+        if has_table {
+            // PostgreSQL checks the existing rows when the constraint is added; SQLite's
+            // triggers only see new writes, so the rows are checked first.
+            if self.dialect == Dialect::Sqlite {
+                let probe = constraints::violation_probe(&def, probe_sql.as_deref());
+                if !self.rows(&probe, &[], &[ValueType::Int]).await?.is_empty() {
+                    return Err(Error::ConstraintViolation { id, text: String::new() });
+                }
+            }
+            let ddl = constraints::create_ddl(self.dialect, &def, stored_sql.as_deref());
+            self.run_ddl(ddl).await?;
+        }
+        Ok(def)
+    }
+
+    async fn remove_constraint(&mut self, k: &ConstraintDef) -> Result<()> {
+        self.writing()?;
+        if let ConstraintRule::Unique { attr } = k.rule {
+            let users = self.references_to(k.collection_id, Some(attr)).await?;
+            if !users.is_empty() {
+                return Err(Error::IllegalCommand(format!(
+                    "constraint {} is relied on by reference {}; drop that first",
+                    k.name,
+                    users.join(", ")
+                )));
+            }
+        }
+        let has_table = self.lock_table_state(k.collection_id).await?;
+        let ddl = constraints::drop_ddl(self.dialect, k, has_table);
+        self.run_ddl(ddl).await?;
+        let p = self.p(1, ValueType::Int);
+        self.exec(&format!("DELETE FROM entry_constraint_columns WHERE constraint_id = {p}"), &[Value::Int(k.id)])
+            .await?;
+        let n = self.exec(&format!("DELETE FROM entry_constraints WHERE id = {p}"), &[Value::Int(k.id)]).await?;
+        if n == 0 {
+            return Err(Error::NotFound(format!("constraint {}", k.name)));
         }
         Ok(())
     }
@@ -1128,6 +1425,11 @@ impl StoreConn for SqlConn {
         })
     }
 
+    async fn remove_subject(&mut self, name: &str, subject: &str) -> Result<bool> {
+        self.writing()?;
+        Ok(self.exec_compiled(&statements::delete_user_subject(self.dialect, name, subject)).await? > 0)
+    }
+
     async fn subjects(&mut self, name: &str) -> Result<Vec<String>> {
         let sql = format!(
             "SELECT subject FROM user_subjects WHERE user_name = {} ORDER BY subject",
@@ -1191,7 +1493,88 @@ impl StoreConn for SqlConn {
         Ok(!self.rows(&sql, &[Value::Text(name.into())], &[ValueType::Text]).await?.is_empty())
     }
 
-    async fn revoke_token(&mut self, id: &str, expires: i64) -> Result<()> {
+    async fn user_names(&mut self) -> Result<Vec<String>> {
+        let rows = self.rows_compiled(&statements::select_user_names()).await?;
+        Ok(rows.iter().map(|r| text_of(&r[0])).collect())
+    }
+
+    async fn group_names(&mut self) -> Result<Vec<String>> {
+        let rows = self.rows_compiled(&statements::select_group_names()).await?;
+        Ok(rows.iter().map(|r| text_of(&r[0])).collect())
+    }
+
+    async fn group_members(&mut self, group: &str) -> Result<Vec<String>> {
+        let rows = self.rows_compiled(&statements::select_group_members(self.dialect, group)).await?;
+        Ok(rows.iter().map(|r| text_of(&r[0])).collect())
+    }
+
+    async fn sites(&mut self) -> Result<Vec<SiteRecord>> {
+        Ok(self.rows_compiled(&replicas::select_sites()).await?.iter().map(|r| site_from(r)).collect())
+    }
+
+    async fn site_by_name(&mut self, name: &str) -> Result<Option<SiteRecord>> {
+        let rows = self.rows_compiled(&replicas::select_site_by_name(self.dialect, name)).await?;
+        Ok(rows.first().map(|r| site_from(r)))
+    }
+
+    async fn site_by_id(&mut self, id: i64) -> Result<Option<SiteRecord>> {
+        let rows = self.rows_compiled(&replicas::select_site_by_id(self.dialect, id)).await?;
+        Ok(rows.first().map(|r| site_from(r)))
+    }
+
+    async fn add_site(&mut self, name: &str, server: &str) -> Result<i64> {
+        self.writing()?;
+        let rows =
+            self.rows_compiled(&replicas::insert_site(self.dialect, name, server)).await.map_err(|e| match e {
+                Error::Exists(_) => Error::Exists(format!("site {name}")),
+                e => e,
+            })?;
+        rows.first().and_then(|r| r.first()).map(int_of).ok_or_else(|| Error::Internal("no site id returned".into()))
+    }
+
+    async fn remove_site(&mut self, id: i64) -> Result<bool> {
+        self.writing()?;
+        Ok(self.exec_compiled(&replicas::delete_site(self.dialect, id)).await? > 0)
+    }
+
+    async fn site_in_use(&mut self, id: i64) -> Result<bool> {
+        Ok(!self.rows_compiled(&replicas::select_site_replica(self.dialect, id)).await?.is_empty())
+    }
+
+    async fn replica_owner(&mut self, guid: &str, lock: bool) -> Result<Option<String>> {
+        let rows = self.rows_compiled(&replicas::select_replica_owner(self.dialect, guid, lock)).await?;
+        Ok(rows.first().map(|r| text_of(&r[0])))
+    }
+
+    async fn add_replica_file(&mut self, guid: &str, owner: &str) -> Result<()> {
+        self.writing()?;
+        self.exec_compiled(&replicas::insert_replica_file(self.dialect, guid, owner)).await.map(|_| ())
+    }
+
+    async fn remove_replica_file(&mut self, guid: &str) -> Result<()> {
+        self.writing()?;
+        for c in replicas::delete_replica_file(self.dialect, guid) {
+            self.exec_compiled(&c).await?;
+        }
+        Ok(())
+    }
+
+    async fn replica_sites(&mut self, guid: &str) -> Result<Vec<i64>> {
+        let rows = self.rows_compiled(&replicas::select_replica_sites(self.dialect, guid)).await?;
+        Ok(rows.iter().map(|r| int_of(&r[0])).collect())
+    }
+
+    async fn add_replica(&mut self, guid: &str, site_id: i64) -> Result<()> {
+        self.writing()?;
+        self.exec_compiled(&replicas::insert_replica(self.dialect, guid, site_id)).await.map(|_| ())
+    }
+
+    async fn remove_replica(&mut self, guid: &str, site_id: i64) -> Result<bool> {
+        self.writing()?;
+        Ok(self.exec_compiled(&replicas::delete_replica(self.dialect, guid, site_id)).await? > 0)
+    }
+
+    async fn revoke_token(&mut self, id: &str, expires: i64) -> Result<bool> {
         self.writing()?;
         let purge = format!("DELETE FROM revoked_tokens WHERE expires < {}", self.p(1, ValueType::Int));
         self.exec(&purge, &[Value::Int(Utc::now().timestamp())]).await?;
@@ -1200,7 +1583,7 @@ impl StoreConn for SqlConn {
             self.p(1, ValueType::Text),
             self.p(2, ValueType::Int)
         );
-        self.exec(&sql, &[Value::Text(id.into()), Value::Int(expires)]).await.map(|_| ())
+        Ok(self.exec(&sql, &[Value::Text(id.into()), Value::Int(expires)]).await? > 0)
     }
 
     async fn is_token_revoked(&mut self, id: &str) -> Result<bool> {

@@ -13,6 +13,15 @@ pub enum StoreError {
     /// A FOREIGN KEY constraint was violated (PostgreSQL 23503, SQLite `SQLITE_CONSTRAINT_FOREIGNKEY`).
     #[error("foreign key constraint violated: {0}")]
     ForeignKeyViolation(String),
+    /// A row broke a constraint of the catalogue's (`constraint_add_*`), which the database
+    /// names: PostgreSQL 23502/23505/23503/23514 with constraint `e<c>_k<id>`, SQLite
+    /// `SQLITE_CONSTRAINT_TRIGGER` raised by its trigger. Holds the constraint's id.
+    #[error("catalogue constraint #{0} violated")]
+    ConstraintViolation(i64),
+    /// A value does not fit its column's type: SQLite's CHECK of a `varchar(n)` column
+    /// (`SQLITE_CONSTRAINT_CHECK`), PostgreSQL 22001 (string too long).
+    #[error("value does not fit its column: {0}")]
+    ValueDoesNotFit(String),
     /// The statement names a table or column that does not exist (PostgreSQL 42P01 / 42703,
     /// SQLite "no such table" / "no such column").
     #[error("undefined table or column: {0}")]
@@ -76,6 +85,8 @@ impl StoreError {
             self,
             StoreError::UniqueViolation(_)
                 | StoreError::ForeignKeyViolation(_)
+                | StoreError::ConstraintViolation(_)
+                | StoreError::ValueDoesNotFit(_)
                 | StoreError::UndefinedObject(_)
                 | StoreError::Busy
                 | StoreError::Timeout
@@ -109,6 +120,13 @@ fn classify_sqlite(err: &rusqlite::ffi::Error, text: String) -> StoreError {
             return StoreError::UniqueViolation(text);
         }
         ffi::SQLITE_CONSTRAINT_FOREIGNKEY => return StoreError::ForeignKeyViolation(text),
+        // Only the catalogue's constraint triggers raise (sql/constraints.rs): the message is
+        // theirs and carries the constraint id.
+        ffi::SQLITE_CONSTRAINT_TRIGGER => {
+            let id = text.strip_prefix(crate::sql::constraints::SQLITE_RAISE_PREFIX).and_then(|n| n.parse().ok());
+            return StoreError::ConstraintViolation(id.unwrap_or(0));
+        }
+        ffi::SQLITE_CONSTRAINT_CHECK => return StoreError::ValueDoesNotFit(text),
         crate::exec::sqlite_math::NUMERIC_OVERFLOW => return StoreError::NumericOverflow(text),
         _ => {}
     }
@@ -132,15 +150,18 @@ impl From<sqlx::Error> for StoreError {
                     Some(c) => format!("{} (constraint {c})", d.message()),
                     None => d.message().to_string(),
                 };
-                match d.code().as_deref() {
-                    Some("23505") => StoreError::UniqueViolation(text),
-                    Some("23503") => StoreError::ForeignKeyViolation(text),
-                    Some("42P01" | "42703") => StoreError::UndefinedObject(text),
-                    Some("22003") => StoreError::NumericOverflow(text),
-                    Some("55P03" | "40P01" | "40001") => StoreError::Busy,
-                    Some("57014") => StoreError::Timeout,
-                    Some(code) => StoreError::Database(format!("{text} [{code}]")),
-                    None => StoreError::Database(text),
+                let ours = d.constraint().and_then(crate::sql::constraints::constraint_id_of);
+                match (d.code().as_deref(), ours) {
+                    (Some("23502" | "23505" | "23503" | "23514"), Some(id)) => StoreError::ConstraintViolation(id),
+                    (Some("22001"), _) => StoreError::ValueDoesNotFit(text),
+                    (Some("23505"), _) => StoreError::UniqueViolation(text),
+                    (Some("23503"), _) => StoreError::ForeignKeyViolation(text),
+                    (Some("42P01" | "42703"), _) => StoreError::UndefinedObject(text),
+                    (Some("22003"), _) => StoreError::NumericOverflow(text),
+                    (Some("55P03" | "40P01" | "40001"), _) => StoreError::Busy,
+                    (Some("57014"), _) => StoreError::Timeout,
+                    (Some(code), _) => StoreError::Database(format!("{text} [{code}]")),
+                    (None, _) => StoreError::Database(text),
                 }
             }
             sqlx::Error::PoolTimedOut => StoreError::PoolTimeout,

@@ -11,7 +11,7 @@ pub mod exec;
 pub use error::StoreError;
 pub use exec::health::{Health, expected_schema_version};
 pub use exec::migrate::Migration;
-pub use exec::{Backend, Conn, Db, DbOptions, PoolStats};
+pub use exec::{AcquireStats, Backend, Conn, Db, DbOptions, PoolStats};
 
 pub mod catalog;
 pub mod sql;

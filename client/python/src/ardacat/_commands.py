@@ -149,10 +149,14 @@ def add_entries(paths: Sequence[str]) -> Cmd[None]:
     return Cmd(["addentries"] + list(paths), _none)
 
 
-def set_attrs(pattern: str, attrs: Optional[Mapping[str, Any]], kw: Mapping[str, Any]) -> Cmd[None]:
+def set_attrs(
+    pattern: str, attrs: Optional[Mapping[str, Any]], kw: Mapping[str, Any], escape: bool
+) -> Cmd[None]:
+    """``setattr``; a ``None`` value sets NULL, which only the ``escape`` extension can send
+    (without it NULL would arrive as the empty string)."""
     args = _pairs_args(attrs, kw)
-    if any(v is None for v in args[1::2]):
-        raise ValueError("set_attrs cannot set NULL: use clear_attrs")
+    if not escape and any(v is None for v in args[1::2]):
+        raise ValueError("set_attrs cannot set NULL without escape: use clear_attrs")
     if not args:
         raise ValueError("set_attrs needs at least one attribute")
     return Cmd(["setattr", pattern] + args, _none)

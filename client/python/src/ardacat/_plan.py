@@ -8,10 +8,13 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
+from ._types import Converter, converter
+
 PSEUDO = {"FILE", "OWNER", "PERMISSIONS", "GROUP_RIGHT"}
 _REF = re.compile(r"^\s*([^\s:'\"()]*):([A-Za-z_][A-Za-z0-9_]*)\s*$")
 _ALIAS_REF = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*$")
 _NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+_AGGREGATE = re.compile(r"^\s*(COUNT|SUM|AVG|MIN|MAX)\s*\(\s*(?:DISTINCT\s+)?(.*?)\s*\)\s*$", re.I)
 
 
 def getattr_schema_path(pattern: str) -> Optional[str]:
@@ -81,6 +84,28 @@ class SelectShape:
         if m and self.single and m.group(1).upper() not in PSEUDO:
             return self.single, m.group(1)
         return None
+
+    def type_name(self, header: str, schemas: Dict[str, Dict[str, str]]) -> str:
+        """The attribute type of a header line's column: an attribute's own, an aggregate's
+        (``COUNT`` int, ``AVG`` float, ``MIN``/``MAX`` their argument's, ``SUM`` int over int
+        and float otherwise); ``text`` when it cannot be told (expressions, entry columns)."""
+        m = _AGGREGATE.match(header)
+        if m:
+            kind = m.group(1).upper()
+            if kind == "COUNT":
+                return "int"
+            if kind == "AVG":
+                return "float"
+            inner = self.type_name(m.group(2), schemas)
+            if kind == "SUM":
+                return "int" if inner == "int" else "float"
+            return inner
+        ref = self.ref(header)
+        return "text" if ref is None else schemas.get(ref[0], {}).get(ref[1], "text")
+
+    def converters(self, headers: List[str], schemas: Dict[str, Dict[str, str]]) -> List[Optional[Converter]]:
+        """One converter per column (``None``: text), from the tables' schemas."""
+        return [converter(self.type_name(h, schemas)) for h in headers]
 
 
 def select_shape(statement: str) -> Optional[SelectShape]:

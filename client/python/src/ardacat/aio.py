@@ -387,10 +387,7 @@ class Connection:
             pending = batch[take:]
         if self.escape:
             headers = [unescape_value(h) or "" for h in headers]
-        convs: List[Optional[Converter]] = []
-        for h in headers:
-            ref = shape.ref(h)
-            convs.append(None if ref is None else converter(schemas.get(ref[0], {}).get(ref[1], "text")))
+        convs = shape.converters(headers, schemas)
         rows: Rows[Tuple[Any, ...]] = Rows(reply, RowBuilder(convs, self.escape), headers)
         rows._pushback(pending)
         return rows
@@ -514,7 +511,7 @@ class Connection:
         await self._run(C.add_entries(paths))
 
     async def set_attrs(self, pattern: str, attrs: Optional[Mapping[str, Any]] = None, **kw: Any) -> None:
-        await self._run(C.set_attrs(pattern, attrs, kw))
+        await self._run(C.set_attrs(pattern, attrs, kw, self.escape))
 
     async def clear_attrs(self, pattern: str, attrs: Sequence[str]) -> None:
         await self._run(C.clear_attrs(pattern, attrs))

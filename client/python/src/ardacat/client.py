@@ -342,10 +342,7 @@ class Connection:
             pending = batch[take:]
         if self.escape:
             headers = [unescape_value(h) or "" for h in headers]
-        convs: List[Optional[Converter]] = []
-        for h in headers:
-            ref = shape.ref(h)
-            convs.append(None if ref is None else converter(schemas.get(ref[0], {}).get(ref[1], "text")))
+        convs = shape.converters(headers, schemas)
         rows = Rows(reply, RowBuilder(convs, self.escape), headers)
         rows._pushback(pending)
         return rows
@@ -474,7 +471,7 @@ class Connection:
         self._run(C.add_entries(paths))
 
     def set_attrs(self, pattern: str, attrs: Optional[Mapping[str, Any]] = None, **kw: Any) -> None:
-        self._run(C.set_attrs(pattern, attrs, kw))
+        self._run(C.set_attrs(pattern, attrs, kw, self.escape))
 
     def clear_attrs(self, pattern: str, attrs: Sequence[str]) -> None:
         self._run(C.clear_attrs(pattern, attrs))

@@ -284,6 +284,23 @@ impl<S: Store> Catalogue<S> {
         Ok(())
     }
 
+    /// `user_subject_remove <name> '<DN>'`: root only; a subject the user does not have is 1.
+    pub async fn user_subject_remove(&self, s: &mut Session<S>, name: &str, subject: &str) -> Result<()> {
+        require_root(&s.principal)?;
+        self.write(s, async |conn| {
+            if conn.user(name).await?.is_none() {
+                return Err(Error::NotFound(format!("user {name}")));
+            }
+            if !conn.remove_subject(name, subject).await? {
+                return Err(Error::NotFound(format!("subject {subject} of user {name}")));
+            }
+            Ok(())
+        })
+        .await?;
+        self.auth_changed(s);
+        Ok(())
+    }
+
     pub async fn user_listcred(&self, s: &mut Session<S>, name: &str) -> Result<Vec<String>> {
         if !s.principal.is_root() && s.principal.user != name {
             return Err(Error::PermissionDenied("you may only list your own credentials".into()));
@@ -362,6 +379,41 @@ impl<S: Store> Catalogue<S> {
     pub async fn grp_member(&self, s: &mut Session<S>, user: Option<&str>) -> Result<Vec<String>> {
         let user = user.unwrap_or(&s.principal.user).to_string();
         self.read(s, async |conn| conn.groups_of(&user).await).await
+    }
+
+    /// `user_list`: every user name, sorted by bytes; root only.
+    pub async fn user_list(&self, s: &mut Session<S>) -> Result<Vec<String>> {
+        require_root(&s.principal)?;
+        let mut names = self.read(s, async |conn| conn.user_names().await).await?;
+        names.sort();
+        Ok(names)
+    }
+
+    /// `grp_list`: every group name, sorted by bytes. Any user: ACLs name groups, so the names
+    /// are no secret (members are: `grp_show`).
+    pub async fn grp_list(&self, s: &mut Session<S>) -> Result<Vec<String>> {
+        let mut names = self.read(s, async |conn| conn.group_names().await).await?;
+        names.sort();
+        Ok(names)
+    }
+
+    /// `grp_show <group>`: its members, sorted by bytes; root or a member of the group.
+    pub async fn grp_show(&self, s: &mut Session<S>, group: &str) -> Result<Vec<String>> {
+        let who = s.principal.clone();
+        let mut members = self
+            .read(s, async |conn| {
+                if !conn.group_exists(group).await? {
+                    return Err(Error::NotFound(format!("group {group}")));
+                }
+                let members = conn.group_members(group).await?;
+                if !who.is_root() && !members.contains(&who.user) {
+                    return Err(Error::PermissionDenied(format!("only root and members may list group {group}")));
+                }
+                Ok(members)
+            })
+            .await?;
+        members.sort();
+        Ok(members)
     }
 
     /// `acl_add <path> <user-or-group> <rwx>`: on a collection or one entry; owner or root.

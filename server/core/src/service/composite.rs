@@ -152,10 +152,9 @@ impl<S: Store> Catalogue<S> {
             }
             let abs = path::absolute(&base, &e.name)?;
             let (parent, leaf) = path::split(&abs).ok_or_else(|| Error::Exists("/".into()))?;
-            // Also when one of the two is a NULL, which is left out of the insert below.
+            // Also when one of the two is a NULL.
             names_once(&e.values)?;
-            let (names, values): (Vec<String>, Vec<String>) =
-                e.values.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))).unzip();
+            let (names, values): (Vec<String>, Vec<Option<String>>) = e.values.into_iter().unzip();
             let key = (parent.to_string(), names);
             let i = match index.get(&key) {
                 Some(i) => *i,
@@ -245,7 +244,7 @@ impl<S: Store> Catalogue<S> {
 
     /// One entry of a bulk load. Problems are kept in the load, not returned: the protocol
     /// answers `put` with nothing and reports at `commit`.
-    pub async fn bulk_put(&self, s: &mut Session<S>, load: &mut BulkLoad, name: String, values: Vec<String>) {
+    pub async fn bulk_put(&self, s: &mut Session<S>, load: &mut BulkLoad, name: String, values: Vec<Option<String>>) {
         if load.error.is_some() {
             return;
         }

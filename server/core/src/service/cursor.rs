@@ -108,11 +108,14 @@ impl<S: Store> Catalogue<S> {
         Ok(state)
     }
 
-    /// `endQuery`: release a token (and every later token of the same query).
+    /// `endQuery`: release a token (and every later token of the same query). Ending a query
+    /// that was ended already is error 1, as continuing it is: the token names no live query.
     pub async fn end_token(&self, s: &Session<S>, token: &str, now: i64, ttl_secs: i64) -> Result<()> {
         let state = self.open_token(s, token, now, ttl_secs)?;
         let mut conn = self.inner.store.acquire().await?;
-        Self::unit(&mut conn, async |c| c.revoke_token(&state.id, state.issued + ttl_secs + 60).await).await
+        let ended =
+            Self::unit(&mut conn, async |c| c.revoke_token(&state.id, state.issued + ttl_secs + 60).await).await?;
+        if ended { Ok(()) } else { Err(Error::NotFound("query token was ended".into())) }
     }
 
     /// A fresh cursor for a new query.

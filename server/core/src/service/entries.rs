@@ -24,8 +24,33 @@ use crate::types::{Value, ValueType};
 /// Bound on rows in flight between the database cursor and the frontend: backpressure.
 const ROW_CHANNEL: usize = 256;
 
-/// An entry name with its values, as the bulk loader takes them.
-pub type NamedValues = (String, Vec<String>);
+/// An entry name with its values as text (`None`: NULL), as the bulk loader takes them.
+pub type NamedValues = (String, Vec<Option<String>>);
+
+/// A new entry's name: one path component, no wildcard.
+pub(crate) fn check_entry_name(name: &str) -> Result<()> {
+    if !path::valid_component(name) || path::has_wildcard(name) {
+        return Err(Error::IllegalCommand(format!("invalid entry name '{name}'")));
+    }
+    Ok(())
+}
+
+/// The store's insert of entries whose names passed [`check_entry_name`] and whose values are
+/// typed, after the check every insert path shares: no entry takes a sub-collection's name.
+pub(crate) async fn insert_checked<C: StoreConn>(
+    conn: &mut C,
+    coll: &CollectionInfo,
+    attrs: &[AttrDef],
+    entries: Vec<NewEntry>,
+) -> Result<u64> {
+    // One query for the sub-collections, not one per entry: bulk loads are 1M rows.
+    let subdirs: std::collections::HashSet<String> =
+        conn.children(coll.id).await?.into_iter().map(|c| c.path).collect();
+    if let Some(e) = entries.iter().find(|e| subdirs.contains(&path::join(&coll.path, &e.name))) {
+        return Err(Error::Exists(path::join(&coll.path, &e.name)));
+    }
+    conn.insert_entries(coll.id, attrs, entries).await
+}
 
 /// The entries an argument like `/dir`, `/dir/name` or `/dir/t*` designates.
 pub(crate) struct Target {
@@ -226,12 +251,13 @@ impl<S: Store> Catalogue<S> {
     }
 
     /// `addentry <path> [attr value]…`
-    pub async fn addentry(&self, s: &mut Session<S>, entry: &str, pairs: &[(String, String)]) -> Result<()> {
+    /// `addentry <path> [attr value]…`; a `None` value is NULL (the `escape` extension's `\N`).
+    pub async fn addentry(&self, s: &mut Session<S>, entry: &str, pairs: &[(String, Option<String>)]) -> Result<()> {
         let abs = path::absolute(&s.cwd, entry)?;
         let (parent, name) = path::split(&abs).ok_or_else(|| Error::Exists("/".into()))?;
         let names: Vec<String> = pairs.iter().map(|(a, _)| a.clone()).collect();
-        let values = vec![pairs.iter().map(|(_, v)| v.clone()).collect()];
-        self.insert(s, parent, &names, vec![(name.to_string(), values.into_iter().next().unwrap_or_default())])
+        let values = pairs.iter().map(|(_, v)| v.clone()).collect();
+        self.insert(s, parent, &names, vec![(name.to_string(), values)])
             .await
             .map(|_| ())
             // The store only knows "an entry" collided; name it.
@@ -268,7 +294,7 @@ impl<S: Store> Catalogue<S> {
         s: &mut Session<S>,
         dir: &str,
         attr_names: &[String],
-        rows: Vec<(String, Vec<String>)>,
+        rows: Vec<NamedValues>,
     ) -> Result<u64> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
@@ -282,7 +308,7 @@ impl<S: Store> Catalogue<S> {
         who: &Principal,
         abs: &str,
         attr_names: &[String],
-        rows: Vec<(String, Vec<String>)>,
+        rows: Vec<NamedValues>,
     ) -> Result<u64> {
         if rows.len() > self.inner.config.max_bulk_entries {
             return Err(Error::LimitExceeded(format!(
@@ -299,9 +325,7 @@ impl<S: Store> Catalogue<S> {
         let group = who.groups.first().cloned().unwrap_or_else(|| who.user.clone());
         let mut entries = Vec::with_capacity(rows.len());
         for (name, values) in rows {
-            if !path::valid_component(&name) || path::has_wildcard(&name) {
-                return Err(Error::IllegalCommand(format!("invalid entry name '{name}'")));
-            }
+            check_entry_name(&name)?;
             if values.len() != attrs.len() {
                 return Err(Error::IllegalCommand(format!(
                     "entry {name}: {} values for {} attributes",
@@ -309,20 +333,14 @@ impl<S: Store> Catalogue<S> {
                     attrs.len()
                 )));
             }
-            let values =
-                attrs.iter().zip(&values).map(|(a, v)| a.attr_type.parse_value(v)).collect::<Result<Vec<Value>>>()?;
+            let values = attrs
+                .iter()
+                .zip(&values)
+                .map(|(a, v)| v.as_deref().map_or(Ok(Value::Null), |v| a.attr_type.parse_value(v)))
+                .collect::<Result<Vec<Value>>>()?;
             entries.push(NewEntry { name, owner: who.user.clone(), group: group.clone(), perms: mode, values });
         }
-        // One query for the sub-collections, not one per entry: bulk loads are 1M rows.
-        let subdirs: std::collections::HashSet<String> =
-            conn.children(coll.id).await?.into_iter().map(|c| c.path).collect();
-        for e in &entries {
-            let p = path::join(abs, &e.name);
-            if subdirs.contains(&p) {
-                return Err(Error::Exists(p));
-            }
-        }
-        conn.insert_entries(coll.id, &attrs, entries).await
+        insert_checked(conn, &coll, &attrs, entries).await
     }
 
     /// `setattr <pattern> [attr value]…`: constant assignment to every matching entry.

@@ -3,16 +3,18 @@
 //! `Store` port and must not know any wire syntax or SQL.
 //!
 //! Operations live in `namespace` (collections, attributes), `indexes` (composite indexes),
-//! `entries` (entries, queries, bulk load), `admin` (users, groups, ACLs, sequences) and
-//! `cursor` (resumable positions).
+//! `constraints` (constraints on entries), `entries` (entries, queries, bulk load), `admin` (users,
+//! groups, ACLs, sequences), `replicas` (sites and replicas) and `cursor` (resumable positions).
 
 mod admin;
 pub mod composite;
+mod constraints;
 pub mod cursor;
 mod entries;
 mod indexes;
 mod namespace;
 mod native_sql;
+mod replicas;
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
@@ -24,8 +26,10 @@ use crate::error::{Error, Result};
 use crate::perm::{Guard, Mode, Principal};
 use crate::store::{CollectionInfo, Store, StoreConn};
 
-pub use entries::{QueryPage, SelectSpec};
+pub use constraints::{ConstraintInfo, NewConstraint};
+pub use entries::{NamedValues, QueryPage, SelectSpec};
 pub use indexes::{IndexInfo, MAX_INDEX_COLUMNS};
+pub use replicas::{MAX_GUID, MAX_SITE_NAME, MAX_SITE_SERVER};
 
 /// Defaults and limits of the service.
 #[derive(Debug, Clone)]
@@ -223,7 +227,14 @@ impl<S: Store> Catalogue<S> {
         let r = f(conn).await;
         // A failure to end the unit wins: the caller must not believe work was kept.
         conn.end_unit(r.is_ok()).await?;
-        r
+        match r {
+            // The store knows only the broken constraint's id; with the unit undone the
+            // connection reads again, so the error can name it.
+            Err(Error::ConstraintViolation { id, text }) if text.is_empty() => {
+                Err(Error::ConstraintViolation { id, text: constraints::violation_text(conn, id).await? })
+            }
+            r => r,
+        }
     }
 
     // ---- transactions ----

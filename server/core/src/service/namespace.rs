@@ -1,5 +1,6 @@
-//! Collections and their schemas: navigation, createdir/rmdir, listings, attributes, ownership
-//! (`chmod`/`chown` of collections, and of entries: one by name or the caller's own by pattern).
+//! Collections and their schemas: navigation, createdir/rmdir, `rm -rf` of a whole subtree,
+//! listings, attributes, ownership (`chmod`/`chown` of collections, and of entries: one by name
+//! or the caller's own by pattern).
 
 use super::entries::{Matched, target};
 use super::{Catalogue, RowSink, Session};
@@ -91,6 +92,71 @@ impl<S: Store> Catalogue<S> {
                 return Err(Error::NotEmpty(abs.clone()));
             }
             conn.remove_collection(c.id).await
+        })
+        .await
+    }
+
+    /// `rm -rf <dir>`: the collection, its sub-collections at every depth and everything they
+    /// hold (entries, entry tables, attributes, indexes, constraints, sequences, ACL rows), in
+    /// one write unit; a constraint outside the subtree that refers into it stops it (3). Needs write on the parent and on every collection of the subtree, and write on
+    /// every entry of a collection the caller does not own; one refusal (4) and nothing
+    /// changes. `/` is refused (4); a path that is no collection is 1. Returns the number of
+    /// collections removed.
+    pub async fn rm_tree(&self, s: &mut Session<S>, dir: &str) -> Result<u64> {
+        let abs = path::absolute(&s.cwd, dir)?;
+        if abs == "/" {
+            return Err(Error::PermissionDenied("the root collection cannot be removed".into()));
+        }
+        let who = s.principal.clone();
+        self.write(s, async |conn| {
+            let top = conn.collection(&abs).await?.ok_or_else(|| Error::NotFound(format!("collection {abs}")))?;
+            let parent = match top.parent_id {
+                Some(p) => conn.collection_by_id(p).await?.ok_or_else(|| Error::NotFound(abs.clone()))?,
+                None => return Err(Error::PermissionDenied(abs.clone())),
+            };
+            Self::check(conn, &who, &parent, WRITE).await?;
+            // Breadth first: every collection comes after its parent.
+            let mut subtree = vec![top];
+            let mut next = 0;
+            while next < subtree.len() {
+                let children = conn.children(subtree[next].id).await?;
+                subtree.extend(children);
+                next += 1;
+            }
+            for c in &subtree {
+                Self::check(conn, &who, c, WRITE).await?;
+                if Self::is_owner(&who, c) {
+                    continue;
+                }
+                // Delete what the caller may write; anything left is an entry it may not.
+                let plan = crate::store::DeletePlan {
+                    tables: vec![c.id],
+                    filter: None,
+                    name_patterns: Vec::new(),
+                    access: EntryAccess::new(&who, vec![WRITE]),
+                };
+                conn.delete_entries(&plan).await?;
+                if conn.has_entries(c.id).await? {
+                    return Err(Error::PermissionDenied(format!("{}: holds entries you may not remove", c.path)));
+                }
+            }
+            // References between collections of the subtree go first: the store refuses to drop
+            // a collection that a reference points at, whatever order siblings come in. One
+            // from outside the subtree still stops the removal (code 3, naming it).
+            for c in &subtree {
+                for k in conn.constraints(c.id).await? {
+                    if let crate::store::ConstraintRule::Reference { collection, .. } = k.rule
+                        && subtree.iter().any(|t| t.id == collection)
+                    {
+                        conn.remove_constraint(&k).await?;
+                    }
+                }
+            }
+            // Deepest first: no collection outlives its parent, even for a moment.
+            for c in subtree.iter().rev() {
+                conn.remove_collection(c.id).await?;
+            }
+            Ok(subtree.len() as u64)
         })
         .await
     }

@@ -11,6 +11,7 @@
 //! row goes out with the first row (or at the end), so an error before any row is still a plain
 //! error reply.
 
+use super::entries::{check_entry_name, insert_checked};
 use super::namespace::find_attr;
 use super::{Catalogue, RowSink, Session};
 use crate::error::{Error, Result};
@@ -326,9 +327,7 @@ impl<S: Store> Catalogue<S> {
                     Literal::Str(n) => n.clone(),
                     _ => return Err(at(row[file_at].position, "FILE is a string")),
                 };
-                if !path::valid_component(&name) || path::has_wildcard(&name) {
-                    return Err(Error::IllegalCommand(format!("invalid entry name '{name}'")));
-                }
+                check_entry_name(&name)?;
                 let mut values = Vec::with_capacity(attrs.len());
                 for (a, &i) in attrs.iter().zip(&value_index) {
                     let text = match &row[i].value {
@@ -345,16 +344,7 @@ impl<S: Store> Catalogue<S> {
                 }
                 entries.push(NewEntry { name, owner: who.user.clone(), group: group.clone(), perms: mode, values });
             }
-            // An entry may not take the name of a sub-collection (as in the bulk loader).
-            let subdirs: std::collections::HashSet<String> =
-                conn.children(coll.id).await?.into_iter().map(|c| c.path).collect();
-            for e in &entries {
-                let p = path::join(&coll.path, &e.name);
-                if subdirs.contains(&p) {
-                    return Err(Error::Exists(p));
-                }
-            }
-            conn.insert_entries(coll.id, &attrs, entries).await
+            insert_checked(conn, &coll, &attrs, entries).await
         })
         .await
     }

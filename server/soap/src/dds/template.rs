@@ -55,6 +55,8 @@ pub(crate) enum Field {
     EntryNameAt,
     /// Text inside an ignored header block: validated, never stored.
     HeaderText,
+    /// `indexName` (indexCreate, indexRemove).
+    IndexName,
 }
 
 /// XSD kind of a slot, i.e. the conversion the full parser applies.
@@ -68,7 +70,7 @@ pub(crate) enum Kind {
 
 impl Field {
     /// Every field, in declaration order (`Field::ALL[f as usize] == f`).
-    const ALL: [Field; 20] = [
+    const ALL: [Field; 21] = [
         Field::SchemaName,
         Field::Pattern,
         Field::Condition,
@@ -89,6 +91,7 @@ impl Field {
         Field::AttributeNameAt,
         Field::EntryNameAt,
         Field::HeaderText,
+        Field::IndexName,
     ];
 
     pub(crate) fn kind(self) -> Kind {
@@ -356,6 +359,12 @@ impl Layout {
             }
             Request::NextQuery { page_size, .. } => Request::NextQuery { token: e(), page_size: *page_size },
             Request::EndQuery { .. } => Request::EndQuery { token: e() },
+            Request::IndexCreate { attribute_names, .. } => {
+                n_attribute_names = len(attribute_names.len())?;
+                Request::IndexCreate { schema_name: e(), index_name: e(), attribute_names: Vec::new() }
+            }
+            Request::IndexRemove { .. } => Request::IndexRemove { schema_name: e(), index_name: e() },
+            Request::IndexList { .. } => Request::IndexList { schema_name: e() },
         };
         Some(Layout {
             shell,
@@ -404,7 +413,8 @@ impl Layout {
                     .collect();
             }
             Request::RemoveSchemaAttributes { attribute_names, .. }
-            | Request::ClearAttributes { attribute_names, .. } => {
+            | Request::ClearAttributes { attribute_names, .. }
+            | Request::IndexCreate { attribute_names, .. } => {
                 *attribute_names = strings(ListField::AttributeNames, self.n_attribute_names)?
             }
             Request::GetAttributes { entry_names, attribute_names } => {
@@ -507,6 +517,11 @@ fn request_heap(r: &Request) -> usize {
         Request::ListAttributes { entry_name } => s(entry_name),
         Request::Query { select, condition, order_by, .. } => strs(select) + os(condition) + os(order_by),
         Request::NextQuery { token, .. } | Request::EndQuery { token } => s(token),
+        Request::IndexCreate { schema_name, index_name, attribute_names } => {
+            s(schema_name) + s(index_name) + strs(attribute_names)
+        }
+        Request::IndexRemove { schema_name, index_name } => s(schema_name) + s(index_name),
+        Request::IndexList { schema_name } => s(schema_name),
     }
 }
 
@@ -683,8 +698,14 @@ pub(crate) fn dest_mut(req: &mut Request, field: Field, i: u32, j: u32) -> Optio
             | Request::AddSchemaAttributes { schema_name, .. }
             | Request::RemoveSchemaAttributes { schema_name, .. }
             | Request::DescribeSchema { schema_name }
-            | Request::CreateEntry { schema_name, .. },
+            | Request::CreateEntry { schema_name, .. }
+            | Request::IndexCreate { schema_name, .. }
+            | Request::IndexRemove { schema_name, .. }
+            | Request::IndexList { schema_name },
         ) => DestMut::Str(schema_name),
+        (Field::IndexName, Request::IndexCreate { index_name, .. } | Request::IndexRemove { index_name, .. }) => {
+            DestMut::Str(index_name)
+        }
         (
             Field::Pattern,
             Request::RemoveEntry { pattern, .. }
@@ -732,7 +753,8 @@ pub(crate) fn dest_mut(req: &mut Request, field: Field, i: u32, j: u32) -> Optio
             Field::AttributeNameAt,
             Request::RemoveSchemaAttributes { attribute_names, .. }
             | Request::GetAttributes { attribute_names, .. }
-            | Request::ClearAttributes { attribute_names, .. },
+            | Request::ClearAttributes { attribute_names, .. }
+            | Request::IndexCreate { attribute_names, .. },
         ) => DestMut::Str(attribute_names.get_mut(i)?),
         (Field::EntryNameAt, Request::GetAttributes { entry_names, .. }) => DestMut::Str(entry_names.get_mut(i)?),
         _ => return None,
@@ -943,6 +965,7 @@ impl Recorder {
                     (_, "token") => (simple(Field::Token, 0), None),
                     (_, "plain") => (simple(Field::Plain, 0), None),
                     (_, "pageSize") => (simple(Field::PageSize, 0), None),
+                    (_, "indexName") => (simple(Field::IndexName, 0), None),
                     (Operation::ListAttributes, "entryName") => (simple(Field::EntryName, 0), None),
                     (Operation::GetAttributes, "entryName") => {
                         self.n_entry_name += 1;

@@ -224,6 +224,16 @@ pub fn tree(req: &Request) -> N {
             }
         }
         Request::EndQuery { token } => k.push(s("token", token)),
+        Request::IndexCreate { schema_name, index_name, attribute_names } => {
+            k.push(s("schemaName", schema_name));
+            k.push(s("indexName", index_name));
+            k.extend(attribute_names.iter().map(|a| s("attributeName", a)));
+        }
+        Request::IndexRemove { schema_name, index_name } => {
+            k.push(s("schemaName", schema_name));
+            k.push(s("indexName", index_name));
+        }
+        Request::IndexList { schema_name } => k.push(s("schemaName", schema_name)),
     }
     N::E(op, k)
 }

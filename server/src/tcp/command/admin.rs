@@ -1,6 +1,8 @@
 //! Users, groups and the server's counters: `user_create`, `user_remove`, `user_passwd`,
-//! `user_subject_add`, `user_listcred`, `grp_create`, `grp_remove`, `grp_adduser`,
-//! `grp_removeuser`, `grp_member`, `stats`.
+//! `user_subject_add`, `user_subject_remove`, `user_listcred`, `user_list`, `grp_create`,
+//! `grp_remove`, `grp_adduser`, `grp_removeuser`, `grp_member`, `grp_list`, `grp_show`,
+//! `stats`. AMGA's own names are aliases (`user_password_change`, `user_subjectadd`,
+//! `user_subjectremove`, `grp_delete`).
 
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
@@ -14,12 +16,16 @@ pub enum Cmd {
     UserRemove(String),
     UserPasswd { name: String, password: String },
     UserSubjectAdd { name: String, subject: String },
+    UserSubjectRemove { name: String, subject: String },
     UserListcred(String),
+    UserList,
     GrpCreate(String),
     GrpRemove(String),
     GrpAdduser { group: String, user: String },
     GrpRemoveuser { group: String, user: String },
     GrpMember(Option<String>),
+    GrpList,
+    GrpShow(String),
     Stats,
 }
 
@@ -51,7 +57,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "user_passwd",
-        aliases: &[],
+        aliases: &["user_password_change"],
         usage: "user_passwd <name> <password>",
         kind: Write,
         in_upload: false,
@@ -62,13 +68,24 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "user_subject_add",
-        aliases: &[],
+        aliases: &["user_subjectadd"],
         usage: "user_subject_add <name> '<certificate DN>'",
         kind: Write,
         in_upload: false,
         parse: |c, a| {
             let (name, subject) = c.two(a, "<name> '<certificate DN>'")?;
             Ok(Cmd::UserSubjectAdd { name, subject }.into())
+        },
+    },
+    CommandSpec {
+        name: "user_subject_remove",
+        aliases: &["user_subjectremove"],
+        usage: "user_subject_remove <name> '<certificate DN>'",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| {
+            let (name, subject) = c.two(a, "<name> '<certificate DN>'")?;
+            Ok(Cmd::UserSubjectRemove { name, subject }.into())
         },
     },
     CommandSpec {
@@ -80,6 +97,14 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         parse: |c, a| Ok(Cmd::UserListcred(c.one(a, "<name>")?).into()),
     },
     CommandSpec {
+        name: "user_list",
+        aliases: &[],
+        usage: "user_list",
+        kind: Read,
+        in_upload: false,
+        parse: |c, a| c.none(a, Cmd::UserList.into()),
+    },
+    CommandSpec {
         name: "grp_create",
         aliases: &[],
         usage: "grp_create <group>",
@@ -89,7 +114,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "grp_remove",
-        aliases: &[],
+        aliases: &["grp_delete"],
         usage: "grp_remove <group>",
         kind: Write,
         in_upload: false,
@@ -130,6 +155,22 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         },
     },
     CommandSpec {
+        name: "grp_list",
+        aliases: &[],
+        usage: "grp_list",
+        kind: Read,
+        in_upload: false,
+        parse: |c, a| c.none(a, Cmd::GrpList.into()),
+    },
+    CommandSpec {
+        name: "grp_show",
+        aliases: &[],
+        usage: "grp_show <group>",
+        kind: Read,
+        in_upload: false,
+        parse: |c, a| Ok(Cmd::GrpShow(c.one(a, "<group>")?).into()),
+    },
+    CommandSpec {
         name: "stats",
         aliases: &[],
         usage: "stats",
@@ -149,9 +190,15 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
         Cmd::UserRemove(name) => cat.user_remove(s, &name).await?,
         Cmd::UserPasswd { name, password } => cat.user_passwd(s, &name, &password).await?,
         Cmd::UserSubjectAdd { name, subject } => cat.user_subject_add(s, &name, &subject).await?,
+        Cmd::UserSubjectRemove { name, subject } => cat.user_subject_remove(s, &name, &subject).await?,
         Cmd::UserListcred(name) => {
             for dn in cat.user_listcred(s, &name).await? {
                 reply.value(Some(&dn)).await?;
+            }
+        }
+        Cmd::UserList => {
+            for name in cat.user_list(s).await? {
+                reply.value(Some(&name)).await?;
             }
         }
         Cmd::GrpCreate(g) => cat.grp_create(s, &g).await?,
@@ -161,6 +208,16 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
         Cmd::GrpMember(user) => {
             let groups = cat.grp_member(s, user.as_deref()).await?;
             reply.value(Some(&groups.join(","))).await?
+        }
+        Cmd::GrpList => {
+            for name in cat.grp_list(s).await? {
+                reply.value(Some(&name)).await?;
+            }
+        }
+        Cmd::GrpShow(g) => {
+            for name in cat.grp_show(s, &g).await? {
+                reply.value(Some(&name)).await?;
+            }
         }
         Cmd::Stats => {
             for c in shared.counters() {

@@ -10,12 +10,29 @@ use super::{CommandSpec, Ctx, Outcome};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
-    Addentry { path: String, pairs: Vec<(String, String)> },
+    Addentry {
+        path: String,
+        pairs: Vec<(String, Option<String>)>,
+    },
     Addentries(Vec<String>),
-    Setattr { pattern: String, pairs: Vec<(String, String)> },
-    Getattr { pattern: String, attrs: Vec<String> },
-    Clearattr { pattern: String, attrs: Vec<String> },
-    Rm { pattern: String, condition: Option<String> },
+    Setattr {
+        pattern: String,
+        pairs: Vec<(String, Option<String>)>,
+    },
+    Getattr {
+        pattern: String,
+        attrs: Vec<String>,
+    },
+    Clearattr {
+        pattern: String,
+        attrs: Vec<String>,
+    },
+    Rm {
+        pattern: String,
+        condition: Option<String>,
+    },
+    /// `rm -rf <dir>` (also `-r`, `-R`, `-fr`, `-Rf`, `-fR`).
+    RmTree(String),
 }
 
 impl From<Cmd> for super::Cmd {
@@ -32,8 +49,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [path, rest @ ..] => {
-                let pairs = c.pairs(rest, "<path> [<attr> <value>]...")?;
+            [path, ..] => {
+                let pairs = c.value_pairs(a, 1, "<path> [<attr> <value>]...")?;
                 Ok(Cmd::Addentry { path: path.clone(), pairs }.into())
             }
             [] => Err(c.wrong()),
@@ -54,8 +71,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [pattern, rest @ ..] if rest.len() >= 2 => {
-                let pairs = c.pairs(rest, "<pattern> <attr> <value> ...")?;
+            [pattern, _, _, ..] => {
+                let pairs = c.value_pairs(a, 1, "<pattern> <attr> <value> ...")?;
                 Ok(Cmd::Setattr { pattern: pattern.clone(), pairs }.into())
             }
             _ => Err(c.wrong()),
@@ -90,10 +107,20 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "rm",
         aliases: &[],
-        usage: "rm <pattern> [<condition>]",
+        usage: "rm <pattern> [<condition>] | rm -rf <dir>",
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
+            [flag, dir] if flag.starts_with('-') => {
+                if RECURSIVE_FLAGS.contains(&flag.as_str()) {
+                    Ok(Cmd::RmTree(dir.clone()).into())
+                } else {
+                    Err(Error::IllegalCommand(format!(
+                        "rm: unknown option '{flag}' (use -rf; ./{flag} names an entry)"
+                    )))
+                }
+            }
+            [flag] if flag.starts_with('-') => Err(c.usage("-rf <dir>")),
             [pattern] => Ok(Cmd::Rm { pattern: pattern.clone(), condition: None }.into()),
             [pattern, cond] => Ok(Cmd::Rm { pattern: pattern.clone(), condition: Some(cond.clone()) }.into()),
             _ => Err(c.wrong()),
@@ -101,16 +128,21 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
+/// The spellings of `rm`'s recursive flag. `-f` adds nothing: errors are reported either way.
+const RECURSIVE_FLAGS: &[&str] = &["-rf", "-r", "-R", "-fr", "-Rf", "-fR"];
+
 pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> Result<Outcome, Error> {
     let cat = &cx.shared.catalogue;
     let s = &mut cx.st.session;
     match cmd {
         Cmd::Addentry { path, pairs } => cat.addentry(s, &path, &pairs).await?,
         Cmd::Addentries(paths) => cat.addentries(s, &paths).await.map(|_| ())?,
-        Cmd::Setattr { pattern, pairs } => cat.setattr(s, &pattern, &pairs).await.map(|_| ())?,
+        // A NULL value (`\N`) clears, in the same unit as the values set.
+        Cmd::Setattr { pattern, pairs } => cat.set_attributes(s, &pattern, None, pairs).await.map(|_| ())?,
         Cmd::Getattr { pattern, attrs } => cat.getattr(s, &pattern, &attrs, cx.reply).await.map(|_| ())?,
         Cmd::Clearattr { pattern, attrs } => cat.clearattr(s, &pattern, &attrs).await.map(|_| ())?,
         Cmd::Rm { pattern, condition } => cat.rm(s, &pattern, condition.as_deref()).await.map(|_| ())?,
+        Cmd::RmTree(dir) => cat.rm_tree(s, &dir).await.map(|_| ())?,
     }
     Ok(Outcome::Done)
 }

@@ -13,11 +13,13 @@ mod admin;
 mod entries;
 mod namespace;
 mod query;
+mod replicas;
 mod sequences;
 mod session;
 mod transactions;
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -68,10 +70,11 @@ pub enum Cmd {
     Sequences(sequences::Cmd),
     Acl(acl::Cmd),
     Admin(admin::Cmd),
+    Replicas(replicas::Cmd),
 }
 
 /// The families in `help` order.
-static FAMILIES: [&[CommandSpec]; 8] = [
+static FAMILIES: [&[CommandSpec]; 9] = [
     session::COMMANDS,
     namespace::COMMANDS,
     entries::COMMANDS,
@@ -80,6 +83,7 @@ static FAMILIES: [&[CommandSpec]; 8] = [
     sequences::COMMANDS,
     acl::COMMANDS,
     admin::COMMANDS,
+    replicas::COMMANDS,
 ];
 
 /// Every command, in `help` order.
@@ -122,6 +126,11 @@ pub fn label(word: &str) -> &'static str {
 pub struct Call<'a> {
     pub name: &'a str,
     pub spec: &'static CommandSpec,
+    /// Which of the parser's arguments were sent as `\N` (NULL, the `escape` extension); empty
+    /// without `escape`. Only values may be NULL: the parser takes them through
+    /// [`Call::value_pairs`] or [`Call::values`], and a NULL it did not take is an error.
+    nulls: &'a [bool],
+    nulls_taken: Cell<usize>,
 }
 
 impl Call<'_> {
@@ -161,6 +170,30 @@ impl Call<'_> {
         }
     }
 
+    /// `<name> <value>` pairs in `args[from..]` (`args`: all the parser's arguments); a value sent
+    /// as `\N` is `None`.
+    pub fn value_pairs(&self, args: &[String], from: usize, u: &str) -> Result<Vec<(String, Option<String>)>, Error> {
+        let rest = args.get(from..).unwrap_or_default();
+        if !rest.len().is_multiple_of(2) {
+            return Err(self.usage(u));
+        }
+        Ok(rest.chunks(2).enumerate().map(|(i, c)| (c[0].clone(), self.value(from + 2 * i + 1, &c[1]))).collect())
+    }
+
+    /// The values `args[from..]` (`args`: all the parser's arguments); one sent as `\N` is `None`.
+    pub fn values(&self, args: &[String], from: usize) -> Vec<Option<String>> {
+        args.iter().enumerate().skip(from).map(|(i, v)| self.value(i, v)).collect()
+    }
+
+    fn value(&self, index: usize, v: &str) -> Option<String> {
+        if self.nulls.get(index).copied().unwrap_or(false) {
+            self.nulls_taken.set(self.nulls_taken.get() + 1);
+            None
+        } else {
+            Some(v.to_owned())
+        }
+    }
+
     /// `<name> <value>` pairs.
     pub fn pairs(&self, args: &[String], u: &str) -> Result<Vec<(String, String)>, Error> {
         if !args.len().is_multiple_of(2) {
@@ -196,12 +229,26 @@ impl PartialEq for CommandSpec {
 impl Command {
     /// Parse a tokenized command line (its first element is the command name).
     pub fn parse(args: &[String]) -> Result<Command, Error> {
+        Self::parse_escaped(args, &[])
+    }
+
+    /// Parse a command line tokenized with the `escape` extension: `nulls[i]` says argument `i`
+    /// was `\N`. NULL is a value, never a name, a path or a condition.
+    pub fn parse_escaped(args: &[String], nulls: &[bool]) -> Result<Command, Error> {
         let Some((name, rest)) = args.split_first() else {
             return Err(Error::IllegalCommand("empty command".into()));
         };
+        if nulls.first().copied().unwrap_or(false) {
+            return Err(Error::IllegalCommand("\\N (NULL) is not a command".into()));
+        }
         let name = lower(name);
         let spec = REGISTRY.get(name.as_ref()).copied().ok_or_else(|| unknown(&name))?;
-        let cmd = (spec.parse)(&Call { name: &name, spec }, rest)?;
+        let nulls = nulls.get(1..).unwrap_or_default();
+        let call = Call { name: &name, spec, nulls, nulls_taken: Cell::new(0) };
+        let cmd = (spec.parse)(&call, rest)?;
+        if call.nulls_taken.get() != nulls.iter().filter(|n| **n).count() {
+            return Err(Error::IllegalCommand(format!("{name}: \\N (NULL) is only allowed as a value")));
+        }
         Ok(Command { spec, cmd })
     }
 
@@ -237,6 +284,7 @@ pub async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> 
         Cmd::Sequences(c) => sequences::run(c, cx).await,
         Cmd::Acl(c) => acl::run(c, cx).await,
         Cmd::Admin(c) => admin::run(c, cx).await,
+        Cmd::Replicas(c) => replicas::run(c, cx).await,
     }
 }
 

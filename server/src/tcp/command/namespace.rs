@@ -1,6 +1,9 @@
-//! Collections, attributes and indexes: `createdir`, `rmdir`, `dir`, `ls`, `listentries`,
-//! `stat`, `addattr`, `removeattr`, `listattr`, `index_create`, `index_remove`, `index_list`.
+//! Collections, attributes, indexes and constraints: `createdir`, `rmdir`, `dir`, `ls`,
+//! `listentries`, `stat`, `addattr`, `removeattr`, `listattr`, `index_create`, `index_remove`,
+//! `index_list`, `constraint_add_not_null`, `constraint_add_unique`, `constraint_add_reference`,
+//! `constraint_add_check`, `constraint_drop`, `constraint_list`.
 
+use ardacat_core::service::NewConstraint;
 use ardacat_core::{Error, RowSink};
 use tokio::io::AsyncWrite;
 
@@ -21,6 +24,9 @@ pub enum Cmd {
     IndexCreate { dir: String, name: String, attrs: Vec<String> },
     IndexRemove { dir: String, name: String },
     IndexList(String),
+    ConstraintAdd { dir: String, name: String, constraint: NewConstraint },
+    ConstraintDrop { dir: String, name: String },
+    ConstraintList(String),
 }
 
 impl From<Cmd> for super::Cmd {
@@ -160,7 +166,80 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| Ok(Cmd::IndexList(c.one(a, "<dir>")?).into()),
     },
+    CommandSpec {
+        name: "constraint_add_not_null",
+        aliases: &[],
+        usage: "constraint_add_not_null <dir> <attr> <name>",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| match a {
+            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::NotNull { attr: attr.clone() })),
+            _ => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "constraint_add_unique",
+        aliases: &[],
+        usage: "constraint_add_unique <dir> <attr> <name>",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| match a {
+            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::Unique { attr: attr.clone() })),
+            _ => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "constraint_add_reference",
+        aliases: &[],
+        usage: "constraint_add_reference <dir> <attr> </dir:attr> <name>",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| match a {
+            [dir, attr, referred, name] => Ok(constraint_add(
+                dir,
+                name,
+                NewConstraint::Reference { attr: attr.clone(), referred: referred.clone() },
+            )),
+            _ => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "constraint_add_check",
+        aliases: &[],
+        usage: "constraint_add_check <dir> '<condition>' <name>",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| match a {
+            [dir, condition, name] => {
+                Ok(constraint_add(dir, name, NewConstraint::Check { condition: condition.clone() }))
+            }
+            _ => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "constraint_drop",
+        aliases: &[],
+        usage: "constraint_drop <dir> <name>",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| {
+            let (dir, name) = c.two(a, "<dir> <name>")?;
+            Ok(Cmd::ConstraintDrop { dir, name }.into())
+        },
+    },
+    CommandSpec {
+        name: "constraint_list",
+        aliases: &[],
+        usage: "constraint_list <dir>",
+        kind: Read,
+        in_upload: false,
+        parse: |c, a| Ok(Cmd::ConstraintList(c.one(a, "<dir>")?).into()),
+    },
 ];
+
+fn constraint_add(dir: &str, name: &str, constraint: NewConstraint) -> super::Cmd {
+    Cmd::ConstraintAdd { dir: dir.to_string(), name: name.to_string(), constraint }.into()
+}
 
 pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> Result<Outcome, Error> {
     let cat = &cx.shared.catalogue;
@@ -190,6 +269,13 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
         Cmd::IndexList(d) => {
             for ix in cat.index_list(s, &d).await? {
                 reply.value(Some(&format!("{} {}", ix.name, ix.columns.join(",")))).await?;
+            }
+        }
+        Cmd::ConstraintAdd { dir, name, constraint } => cat.constraint_add(s, &dir, &name, &constraint).await?,
+        Cmd::ConstraintDrop { dir, name } => cat.constraint_drop(s, &dir, &name).await?,
+        Cmd::ConstraintList(d) => {
+            for k in cat.constraint_list(s, &d).await? {
+                reply.value(Some(&k.line())).await?;
             }
         }
     }

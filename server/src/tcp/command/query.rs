@@ -1,4 +1,6 @@
-//! Queries in the condition language: `find`, `selectattr`, `updateattr`.
+//! Queries in the condition language: `find`, `selectattr`, `updateattr` (also AMGA's
+//! `update`, the original client's method; SQL `UPDATE … SET` never reaches this table:
+//! `tcp/conn.rs` routes it to native SQL by its shape).
 
 use ardacat_core::Error;
 use ardacat_core::service::SelectSpec;
@@ -48,7 +50,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "updateattr",
-        aliases: &["updateattr_single"],
+        aliases: &["updateattr_single", "update"],
         usage: "updateattr <pattern> <attr> <expr> [<attr> <expr>]... <condition>",
         kind: Write,
         in_upload: false,

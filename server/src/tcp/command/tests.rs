@@ -46,6 +46,82 @@ fn parses_core_commands() {
 }
 
 #[test]
+fn parses_amga_completeness_commands() {
+    assert_eq!(p(&["user_list"]).unwrap(), admin::Cmd::UserList.into());
+    assert_eq!(p(&["grp_show", "g"]).unwrap(), admin::Cmd::GrpShow("g".into()).into());
+    // AMGA's names are aliases of ardacat's.
+    assert_eq!(p(&["grp_delete", "g"]).unwrap(), admin::Cmd::GrpRemove("g".into()).into());
+    assert_eq!(
+        p(&["user_password_change", "u", "pw"]).unwrap(),
+        admin::Cmd::UserPasswd { name: "u".into(), password: "pw".into() }.into()
+    );
+    assert_eq!(
+        p(&["user_subjectadd", "u", "/CN=u"]).unwrap(),
+        admin::Cmd::UserSubjectAdd { name: "u".into(), subject: "/CN=u".into() }.into()
+    );
+    for name in ["user_subjectremove", "user_subject_remove"] {
+        assert_eq!(
+            p(&[name, "u", "/CN=u"]).unwrap(),
+            admin::Cmd::UserSubjectRemove { name: "u".into(), subject: "/CN=u".into() }.into()
+        );
+    }
+    assert_eq!(
+        p(&["update", "/d/*", "a", "a+1", ""]).unwrap(),
+        query::Cmd::Updateattr {
+            pattern: "/d/*".into(),
+            pairs: vec![("a".into(), "a+1".into())],
+            condition: "".into()
+        }
+        .into()
+    );
+    for flag in ["-rf", "-r", "-R", "-fr", "-Rf", "-fR"] {
+        assert_eq!(p(&["rm", flag, "/d"]).unwrap(), entries::Cmd::RmTree("/d".into()).into());
+    }
+    assert_eq!(
+        p(&["rm", "/d/*", "a>1"]).unwrap(),
+        entries::Cmd::Rm { pattern: "/d/*".into(), condition: Some("a>1".into()) }.into()
+    );
+    assert_eq!(
+        p(&["replica_register", "-c", "g1", "cern", "g2", "3"]).unwrap(),
+        replicas::Cmd::ReplicaRegister {
+            create: true,
+            pairs: vec![("g1".into(), "cern".into()), ("g2".into(), "3".into())]
+        }
+        .into()
+    );
+    assert_eq!(
+        p(&["replica_unregister", "g1", "cern"]).unwrap(),
+        replicas::Cmd::ReplicaUnregister { delete: false, guid: "g1".into(), site: "cern".into() }.into()
+    );
+    assert_eq!(
+        p(&["replica_list", "-l", "/d/a", "/d/b"]).unwrap(),
+        replicas::Cmd::ReplicaList { by_entry: true, files: vec!["/d/a".into(), "/d/b".into()] }.into()
+    );
+    assert_eq!(
+        p(&["site_add", "cern"]).unwrap(),
+        replicas::Cmd::SiteAdd { site: "cern".into(), server: String::new() }.into()
+    );
+    for bad in [
+        &["rm", "-x", "/d"][..],
+        &["rm", "-rf"],
+        &["user_list", "x"],
+        &["grp_show"],
+        &["site_add"],
+        &["site_add", "a", "b", "c"],
+        &["site_list", "x"],
+        &["replica_register", "-c"],
+        &["replica_register", "g"],
+        &["replica_register", "-x", "g", "s"],
+        &["replica_unregister", "-d", "g"],
+        &["replica_list"],
+        &["replica_list", "-l"],
+    ] {
+        assert_eq!(p(bad).unwrap_err().code(), 3, "{bad:?}");
+    }
+    assert_eq!(msg(&["rm", "-x", "/d"]), "rm: unknown option '-x' (use -rf; ./-x names an entry)");
+}
+
+#[test]
 fn errors_are_code_3() {
     for bad in [
         &["frobnicate"][..],
@@ -86,9 +162,9 @@ fn error_texts() {
 #[test]
 fn table_is_complete_and_ordered() {
     let names: Vec<&str> = all().map(|s| s.name).collect();
-    assert_eq!(names.len(), 50);
+    assert_eq!(names.len(), 66);
     assert_eq!(&names[..6], ["help", "pwd", "cd", "whoami", "sudo", "createdir"]);
-    assert_eq!(names.last(), Some(&"stats"));
+    assert_eq!(names.last(), Some(&"replica_list"));
     for spec in all() {
         assert_eq!(spec.name, spec.name.to_ascii_lowercase());
         assert!(spec.usage.starts_with(spec.name), "{}", spec.name);

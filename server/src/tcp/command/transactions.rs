@@ -14,7 +14,7 @@ pub enum Cmd {
     Commit,
     Abort,
     Upload { dir: String, attrs: Vec<String> },
-    Put { name: String, values: Vec<String> },
+    Put { name: String, values: Vec<Option<String>> },
 }
 
 impl From<Cmd> for super::Cmd {
@@ -66,7 +66,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: true,
         parse: |c, a| match a {
-            [name, values @ ..] => Ok(Cmd::Put { name: name.clone(), values: values.to_vec() }.into()),
+            [name, ..] => Ok(Cmd::Put { name: name.clone(), values: c.values(a, 1) }.into()),
             [] => Err(c.wrong()),
         },
     },

@@ -39,6 +39,7 @@ pub(crate) mod sqlite_math;
 use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -121,10 +122,49 @@ pub struct PoolStats {
     pub in_use: usize,
 }
 
+/// How requests waited for pooled connections: the queue in front of the pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AcquireStats {
+    /// Connections handed out (or refused) so far.
+    pub acquires: u64,
+    /// Requests waiting for a connection now.
+    pub waiting: u64,
+    /// Seconds spent waiting, summed over every acquire.
+    pub wait_seconds: f64,
+    /// Requests that gave up after `acquire_timeout` ([`StoreError::PoolTimeout`]).
+    pub timeouts: u64,
+}
+
+#[derive(Default)]
+struct AcquireCounters {
+    acquires: AtomicU64,
+    waiting: AtomicU64,
+    wait_micros: AtomicU64,
+    timeouts: AtomicU64,
+}
+
+/// One request counted as waiting for a connection until dropped (also when the waiting request
+/// is cancelled).
+struct Waiter<'a>(&'a AtomicU64);
+
+impl<'a> Waiter<'a> {
+    fn new(waiting: &'a AtomicU64) -> Self {
+        waiting.fetch_add(1, Ordering::Relaxed);
+        Waiter(waiting)
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// A connection pool. Cheap to clone; all clones share the pool.
 #[derive(Clone)]
 pub struct Db {
     inner: DbInner,
+    queue: Arc<AcquireCounters>,
 }
 
 #[derive(Clone)]
@@ -163,7 +203,7 @@ impl Db {
                 redact(url)
             )));
         };
-        Ok(Db { inner })
+        Ok(Db { inner, queue: Arc::default() })
     }
 
     pub fn backend(&self) -> Backend {
@@ -176,11 +216,31 @@ impl Db {
     /// One pooled connection; it goes back to the pool when dropped. Waits at most
     /// `acquire_timeout`, then fails with [`StoreError::PoolTimeout`].
     pub async fn acquire(&self) -> Result<Conn, StoreError> {
+        let q = &self.queue;
+        let started = std::time::Instant::now();
+        let waiter = Waiter::new(&q.waiting);
         let inner = match &self.inner {
-            DbInner::Sqlite(p) => ConnInner::Sqlite(sqlite::Pool::acquire(p).await?),
-            DbInner::Postgres(p) => ConnInner::Postgres(p.acquire().await?),
+            DbInner::Sqlite(p) => sqlite::Pool::acquire(p).await.map(ConnInner::Sqlite),
+            DbInner::Postgres(p) => p.acquire().await.map(ConnInner::Postgres),
         };
-        Ok(Conn { inner, tx_failed: false, savepoints: 0 })
+        drop(waiter);
+        q.acquires.fetch_add(1, Ordering::Relaxed);
+        q.wait_micros.fetch_add(started.elapsed().as_micros().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        if matches!(inner, Err(StoreError::PoolTimeout)) {
+            q.timeouts.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(Conn { inner: inner?, tx_failed: false, savepoints: 0 })
+    }
+
+    /// The queue in front of the pool: acquires, waiters now, time waited, timeouts.
+    pub fn acquire_stats(&self) -> AcquireStats {
+        let q = &self.queue;
+        AcquireStats {
+            acquires: q.acquires.load(Ordering::Relaxed),
+            waiting: q.waiting.load(Ordering::Relaxed),
+            wait_seconds: q.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            timeouts: q.timeouts.load(Ordering::Relaxed),
+        }
     }
 
     /// Apply the embedded `schema-migrations/<dialect>/` files that this database lacks, in

@@ -50,16 +50,35 @@ struct Builder {
     dialect: Dialect,
     sql: String,
     params: Vec<Value>,
-    /// In UPDATE/DELETE the target table is referenced by its own name, not `t0`.
+    /// In UPDATE/DELETE the target table is referenced by its own name, not `t0`; in a
+    /// constraint's condition by `NEW` (SQLite trigger) or not at all (PostgreSQL CHECK: empty).
     target_alias: String,
+    /// Values are written into the text as literals instead of bound (a constraint's condition
+    /// is DDL, which takes no parameters). A value a literal cannot carry sets `unwritable`.
+    inline: bool,
+    unwritable: bool,
 }
 
 impl Builder {
     fn new(dialect: Dialect) -> Self {
-        Builder { dialect, sql: String::new(), params: Vec::new(), target_alias: "t0".into() }
+        Builder {
+            dialect,
+            sql: String::new(),
+            params: Vec::new(),
+            target_alias: "t0".into(),
+            inline: false,
+            unwritable: false,
+        }
     }
 
     fn param(&mut self, v: Value, t: ValueType) {
+        if self.inline {
+            match sql_literal(self.dialect, &v, t) {
+                Some(l) => self.sql.push_str(&l),
+                None => self.unwritable = true,
+            }
+            return;
+        }
         self.params.push(v);
         let p = self.dialect.param(self.params.len(), t);
         self.sql.push_str(&p);
@@ -84,7 +103,10 @@ impl Builder {
             }
             Expr::Ref(Term::Column { table, column, .. }) => {
                 let a = self.alias(*table);
-                let _ = write!(self.sql, "{a}.{}", column_name(*column));
+                if !a.is_empty() {
+                    let _ = write!(self.sql, "{a}.");
+                }
+                self.sql.push_str(&column_name(*column));
             }
             Expr::Ref(Term::Const(v, t)) => self.param(v.clone(), *t),
             Expr::Unary(UnOp::Not, a) => {
@@ -328,6 +350,45 @@ impl Builder {
     fn text_list(&mut self, values: &[String]) -> String {
         values.iter().map(|v| self.text_param(v)).collect::<Vec<_>>().join(", ")
     }
+}
+
+/// A value as an SQL literal of type `t`, for DDL (which takes no parameters). Text is quoted
+/// so that no value can end the literal: SQLite doubles `'`; PostgreSQL uses an `E'…'` string
+/// (its meaning does not depend on `standard_conforming_strings`) with `\` and `'` escaped.
+/// `None` for what a literal cannot carry (NUL in text, a non-finite float).
+pub(crate) fn sql_literal(d: Dialect, v: &Value, t: ValueType) -> Option<String> {
+    let text = match v {
+        Value::Null => return Some("NULL".into()),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) if f.is_finite() => format!("{f:?}"),
+        Value::Float(_) => return None,
+        Value::Text(s) if s.contains('\0') => return None,
+        Value::Text(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Timestamp(ts) => ardacat_core::types::timestamp_sort_key(ts),
+    };
+    Some(match d {
+        Dialect::Postgres => {
+            let escaped = text.replace('\\', "\\\\").replace('\'', "''");
+            format!("CAST(E'{escaped}' AS {})", d.cast_name(t))
+        }
+        Dialect::Sqlite => match v {
+            Value::Int(_) | Value::Float(_) => text,
+            Value::Bool(b) => i64::from(*b).to_string(),
+            _ => format!("'{}'", text.replace('\'', "''")),
+        },
+    })
+}
+
+/// A constraint's condition over one entry table as SQL text with its values written in
+/// (`qualifier`: how columns are prefixed — `NEW` in a SQLite trigger, the table name in a
+/// query, empty in a PostgreSQL CHECK). `None` when a value cannot be written as a literal.
+pub fn compile_condition(d: Dialect, e: &Expr<Term>, qualifier: &str) -> Option<String> {
+    let mut b = Builder::new(d);
+    b.inline = true;
+    b.target_alias = qualifier.to_string();
+    b.expr(e);
+    (!b.unwritable).then_some(b.sql)
 }
 
 /// The plain string a LIKE pattern (with `\` escapes) matches, if it has no wildcard.

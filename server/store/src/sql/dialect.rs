@@ -18,7 +18,7 @@ impl Dialect {
         }
     }
 
-    fn cast_name(self, vtype: ValueType) -> &'static str {
+    pub(crate) fn cast_name(self, vtype: ValueType) -> &'static str {
         match vtype {
             ValueType::Int => "int8",
             ValueType::Float => "float8",

@@ -1,11 +1,15 @@
 //! All SQL text of ardacat lives here: per-dialect fragments and DDL for entry tables
-//! (`dialect`), fixed statements on entry permissions and entry ACLs (`statements`), and the
-//! compiler from resolved query plans to one parameterised statement (`compile`). User values
+//! (`dialect`), fixed statements on entry permissions, entry ACLs and user and group listings
+//! (`statements`), the replica catalogue's (`replicas`), the DDL of constraints on entries
+//! (`constraints`), and the compiler from resolved query plans to one parameterised statement
+//! (`compile`). User values
 //! are always bound parameters; identifiers are generated (`e<id>`, `a<id>`), never taken from
 //! user text.
 
 pub mod compile;
+pub mod constraints;
 pub mod dialect;
+pub mod replicas;
 pub mod statements;
 
 pub use compile::{Compiled, compile_delete, compile_insert, compile_select, compile_update};

@@ -1,5 +1,6 @@
 //! Fixed statements on entry permissions: entry owner/group/mode and the `entry_acls` table
-//! (migration 0004). Every value is a bound parameter; table names come from ids.
+//! (migration 0004), and the listings of users and groups. Every value is a bound parameter;
+//! table names come from ids.
 
 use ardacat_core::store::EntryMetaChange;
 use ardacat_core::types::{Value, ValueType};
@@ -15,13 +16,13 @@ pub const ENTRY_META_TYPES: [ValueType; 5] =
 pub const ENTRY_ACL_TYPES: [ValueType; 3] = [ValueType::Text, ValueType::Bool, ValueType::Int];
 
 /// Collects parameters and hands out their placeholders.
-struct Params {
+pub(super) struct Params {
     d: Dialect,
     values: Vec<Value>,
 }
 
 impl Params {
-    fn new(d: Dialect) -> Self {
+    pub(super) fn new(d: Dialect) -> Self {
         Params { d, values: Vec::new() }
     }
 
@@ -30,11 +31,11 @@ impl Params {
         self.d.param(self.values.len(), t)
     }
 
-    fn text(&mut self, s: &str) -> String {
+    pub(super) fn text(&mut self, s: &str) -> String {
         self.bind(Value::Text(s.to_string()), ValueType::Text)
     }
 
-    fn int(&mut self, i: i64) -> String {
+    pub(super) fn int(&mut self, i: i64) -> String {
         self.bind(Value::Int(i), ValueType::Int)
     }
 
@@ -46,7 +47,7 @@ impl Params {
         }
     }
 
-    fn done(self, sql: String, types: Vec<ValueType>) -> Compiled {
+    pub(super) fn done(self, sql: String, types: Vec<ValueType>) -> Compiled {
         Compiled { sql, params: self.values, types }
     }
 }
@@ -167,6 +168,34 @@ pub fn delete_principal_entry_acls(d: Dialect, principal: &str, is_group: bool) 
     let not = if is_group { "" } else { "NOT " };
     let sql = format!("DELETE FROM {ENTRY_ACLS} WHERE principal = {} AND {not}is_group", p.text(principal));
     p.done(sql, Vec::new())
+}
+
+/// Every user name (the catalogue sorts by bytes: the backends' collations differ).
+pub fn select_user_names() -> Compiled {
+    Compiled { sql: "SELECT name FROM users ORDER BY name".into(), params: Vec::new(), types: vec![ValueType::Text] }
+}
+
+/// Every group name.
+pub fn select_group_names() -> Compiled {
+    Compiled {
+        sql: "SELECT name FROM user_groups ORDER BY name".into(),
+        params: Vec::new(),
+        types: vec![ValueType::Text],
+    }
+}
+
+/// Removes one certificate subject of a user.
+pub fn delete_user_subject(d: Dialect, user: &str, subject: &str) -> Compiled {
+    let mut p = Params::new(d);
+    let sql = format!("DELETE FROM user_subjects WHERE user_name = {} AND subject = {}", p.text(user), p.text(subject));
+    p.done(sql, Vec::new())
+}
+
+/// The members of one group.
+pub fn select_group_members(d: Dialect, group: &str) -> Compiled {
+    let mut p = Params::new(d);
+    let sql = format!("SELECT user_name FROM group_members WHERE grp = {} ORDER BY user_name", p.text(group));
+    p.done(sql, vec![ValueType::Text])
 }
 
 #[cfg(test)]

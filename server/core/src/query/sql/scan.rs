@@ -48,16 +48,35 @@ const OPERAND_KEYWORDS: &[&str] = &[
 ];
 
 /// Whether a command line is a native SQL statement: it starts with `SELECT`, `INSERT` or
-/// `DELETE` (any case), or with `UPDATE` whose table is followed by `SET` (so that AMGA's
-/// `update <pattern> <attr> <expr> <condition>` command keeps its meaning).
+/// `DELETE` (any case), or it is `UPDATE <table> [[AS] alias] SET <column> = …`. AMGA's
+/// `update <pattern> <attr> <expr>… <condition>` keeps its meaning even for an attribute named
+/// `set`: there the word after `set` is an expression, never `<name> =`.
 pub fn is_statement(line: &str) -> bool {
     let mut words = line.split_whitespace();
     match words.next() {
         Some(w) if ["select", "insert", "delete"].iter().any(|k| w.eq_ignore_ascii_case(k)) => true,
-        // UPDATE <table> [[AS] alias] SET …
-        Some(w) if w.eq_ignore_ascii_case("update") => words.skip(1).take(3).any(|w| w.eq_ignore_ascii_case("set")),
+        Some(w) if w.eq_ignore_ascii_case("update") => sql_update_shape(line),
         _ => false,
     }
+}
+
+/// `UPDATE <table> [[AS] alias] SET <column> =`: `SET` is the third, fourth or fifth word and
+/// is followed by a column reference (`a`, `/d:a`, `x.a`, `"a"`) and `=`.
+fn sql_update_shape(line: &str) -> bool {
+    let mut rest = line.trim_start();
+    for position in 0..5 {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        rest = after.trim_start();
+        if position >= 2 && word.eq_ignore_ascii_case("set") {
+            let column_end = rest.find(|c: char| c.is_whitespace() || c == '=').unwrap_or(rest.len());
+            let column = &rest[..column_end];
+            let starts_like_a_name =
+                column.starts_with(|c: char| c.is_ascii_alphabetic() || matches!(c, '_' | '/' | '"'));
+            return starts_like_a_name && rest[column_end..].trim_start().starts_with('=');
+        }
+    }
+    false
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -291,6 +310,15 @@ mod tests {
         assert!(is_statement("UPDATE /d SET a = 1"));
         assert!(is_statement("update /d AS x set a = 1"));
         assert!(!is_statement("update /d/* status 'done' 'events>5'"));
+        assert!(is_statement("UPDATE /d SET a=a+1 WHERE FILE = 'x'"));
+        assert!(is_statement("update /d x set x.a = 1"));
+        assert!(is_statement("update /d set /d:a = 1"));
+        assert!(is_statement("UPDATE /d SET \"a\" = 1"));
+        // AMGA's `update` with an attribute named `set`, and with `set` as the expression.
+        assert!(!is_statement("update /d/* set 'set + 1' ''"));
+        assert!(!is_statement("update /d a 'a+1' ''"));
+        assert!(!is_statement("update /d/* a set ''"));
+        assert!(!is_statement("update /d set"));
         assert!(!is_statement("selectattr /d:a ''"));
         assert!(!is_statement(""));
     }
