@@ -249,6 +249,7 @@ async fn paging_sorting_query_export(b: Backend) {
     let mut root = server.raw().await;
     ok(&mut root, "createdir /runs").await;
     ok(&mut root, "addattr /runs size int").await;
+    ok(&mut root, "constraint_add_check /runs 'size >= 0' size_ok").await;
     for i in 0..25 {
         ok(&mut root, &format!("addentry /runs/r{i:02} size {}", (i * 7) % 25)).await;
     }
@@ -319,6 +320,10 @@ async fn paging_sorting_query_export(b: Backend) {
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("<mark class=\"pos\""));
 
+    // The schema shows the constraint.
+    let page = w.get("/ui/browse/runs").await;
+    assert!(page.body.contains("<td>size_ok</td><td>check</td><td><code>size &gt;= 0</code></td>"), "{}", page.body);
+
     // Collections list with entry counts.
     let top = w.get("/ui/browse/").await;
     assert!(top.body.contains("<td class=\"num\">25</td>"), "{}", top.body);
@@ -343,6 +348,9 @@ async fn admin_and_status(b: Backend) {
         let r = w.post("/ui/do", &f).await;
         assert_eq!(r.status, 303, "{f:?}: {}", r.body);
     }
+    let admin = w.get("/ui/admin").await;
+    assert!(admin.body.contains("<a href=\"/ui/admin?user=carol\">carol</a>"), "{}", admin.body);
+    assert!(admin.body.contains("<tr><td>physics</td><td>carol</td></tr>"), "{}", admin.body);
     let look = w.get("/ui/admin?user=carol").await;
     assert!(look.body.contains("physics") && look.body.contains("/CN=Carol"), "{}", look.body);
     assert_eq!(ok(&mut root, "grp_member carol").await, ["physics"]);

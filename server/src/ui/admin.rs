@@ -1,6 +1,6 @@
-//! The administration page (root): forms for users (create, remove, password, certificate
-//! subjects) and groups (create, remove, members), and a look-up of one user's groups and
-//! subjects. The forms post to `/ui/do` (`actions`); the catalogue refuses every change by
+//! The administration page (root): the users, the groups with their members, forms for users
+//! (create, remove, password, certificate subjects) and groups (create, remove, members), and a
+//! look-up of one user's groups and subjects. The forms post to `/ui/do` (`actions`); the catalogue refuses every change by
 //! anyone but root, this page only saves others a form they cannot use.
 
 use std::collections::HashMap;
@@ -69,7 +69,18 @@ pub(super) async fn page(
             Err(e) => body.push_str(&error_box(&e.public_message(), None)),
         }
     }
+    let cat = st.shared.catalogue.clone();
     body.push_str("</section><section aria-labelledby=\"h-users\"><h2 id=\"h-users\">Users</h2>");
+    match cat.user_list(&mut ctx.s).await {
+        Ok(users) => {
+            body.push_str("<ul class=\"names\" id=\"users\">");
+            for u in users {
+                let _ = write!(body, "<li><a href=\"/ui/admin?user={}\">{}</a></li>", super::html::url(&u), esc(&u));
+            }
+            body.push_str("</ul>");
+        }
+        Err(e) => body.push_str(&error_box(&e.public_message(), None)),
+    }
     body.push_str(&form(&ctx, "user_create", &format!("{USER}{PASSWORD}"), "Create user"));
     body.push_str(&form(&ctx, "user_passwd", &format!("{USER}{PASSWORD}"), "Set password"));
     body.push_str(&form(
@@ -80,6 +91,18 @@ pub(super) async fn page(
     ));
     body.push_str(&form(&ctx, "user_remove", USER, "Remove user"));
     body.push_str("</section><section aria-labelledby=\"h-groups\"><h2 id=\"h-groups\">Groups</h2>");
+    match cat.grp_list(&mut ctx.s).await {
+        Ok(groups) => {
+            body.push_str("<table class=\"groups\" id=\"groups\"><thead><tr><th scope=\"col\">Group</th><th scope=\"col\">Members</th></tr></thead><tbody>");
+            for g in groups {
+                let members =
+                    cat.grp_show(&mut ctx.s, &g).await.map(|m| m.join(", ")).unwrap_or_else(|e| e.public_message());
+                let _ = write!(body, "<tr><td>{}</td><td>{}</td></tr>", esc(&g), esc(&members));
+            }
+            body.push_str("</tbody></table>");
+        }
+        Err(e) => body.push_str(&error_box(&e.public_message(), None)),
+    }
     body.push_str(&form(&ctx, "grp_create", GROUP, "Create group"));
     body.push_str(&form(&ctx, "grp_adduser", &format!("{GROUP}{USER}"), "Add member"));
     body.push_str(&form(&ctx, "grp_removeuser", &format!("{GROUP}{USER}"), "Remove member"));

@@ -330,6 +330,23 @@ async fn collection_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &Props, 
         Ok(_) => {}
         Err(e) => body.push_str(&error_box(&e.public_message(), None)),
     }
+    match cat.constraint_list(&mut ctx.s, abs).await {
+        Ok(cs) if !cs.is_empty() => {
+            body.push_str("<h3>Constraints</h3><table class=\"constraints\"><thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Kind</th><th scope=\"col\">Definition</th></tr></thead><tbody>");
+            for c in cs {
+                let _ = write!(
+                    body,
+                    "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+                    esc(&c.name),
+                    esc(c.kind),
+                    esc(&c.definition)
+                );
+            }
+            body.push_str("</tbody></table>");
+        }
+        Ok(_) => {}
+        Err(e) => body.push_str(&error_box(&e.public_message(), None)),
+    }
     body.push_str(&action_form(
         ctx,
         "addattr",
