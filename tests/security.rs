@@ -564,12 +564,24 @@ fn basic(user: &str, pw: &str) -> String {
 
 /// One HTTP/1.1 request (`Connection: close`) over any stream; returns (status, body).
 async fn http_on<S: AsyncRead + AsyncWrite + Unpin>(
-    mut s: S,
+    s: S,
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, String) {
+    let (status, _, body) = http_exchange_on(s, method, path, headers, body).await;
+    (status, body)
+}
+
+/// [`http_on`] that also returns the response head: (status, head, de-chunked body).
+async fn http_exchange_on<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String, String) {
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
@@ -598,7 +610,7 @@ async fn http_on<S: AsyncRead + AsyncWrite + Unpin>(
     } else {
         rest.to_string()
     };
-    (status, body)
+    (status, head.to_string(), body)
 }
 
 async fn https(
@@ -1009,7 +1021,7 @@ async fn wrong_password(b: Backend) {
 // ------------------------------------------------------------------------------------------
 // The web interface over HTTPS: login by client certificate, Secure cookies
 
-/// One HTTPS request; returns (status, head, body) (the body as sent, not de-chunked).
+/// One HTTPS request; returns (status, head, body).
 async fn https_request(
     addr: SocketAddr,
     tls: &TlsConnector,
@@ -1019,20 +1031,8 @@ async fn https_request(
     body: &str,
 ) -> (u16, String, String) {
     let tcp = TcpStream::connect(addr).await.expect("connect");
-    let mut s = tls.connect(ServerName::try_from("localhost").expect("name"), tcp).await.expect("tls");
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    s.write_all(req.as_bytes()).await.expect("write");
-    s.flush().await.expect("flush");
-    let mut raw = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut raw)).await.expect("response in time");
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, head.to_string(), rest.to_string())
+    let s = tls.connect(ServerName::try_from("localhost").expect("name"), tcp).await.expect("tls");
+    http_exchange_on(s, method, path, headers, body.as_bytes()).await
 }
 
 /// The `name=value` of a `Set-Cookie` header for cookie `name`, and the whole header line.
