@@ -10,12 +10,13 @@
 //! HTTPS and expires; every catalogue name and value is escaped (`html::esc`).
 //!
 //! Modules: `session` (web sessions, cookies), `html` (escaping, page frame), `browse`
-//! (collections, entries, queries, export), `actions` (every POST that changes the catalogue,
+//! (collections, entries, queries), `export` (CSV and JSON, streamed), `actions` (every POST that changes the catalogue,
 //! with removal confirmation), `admin` (users and groups), `assets` (CSS and JS in the binary).
 
 mod actions;
 mod admin;
 mod browse;
+mod export;
 pub mod html;
 pub mod session;
 
@@ -60,12 +61,12 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/ui/status", get(status))
         .route("/ui/assets/ui.css", get(css))
         .route("/ui/assets/ui.js", get(js))
-        .route("/ui/browse", get(browse::browse_root))
-        .route("/ui/browse/", get(browse::browse_root))
+        .route("/ui/browse", get(browse::browse))
+        .route("/ui/browse/", get(browse::browse))
         .route("/ui/browse/{*path}", get(browse::browse))
-        .route("/ui/export", get(browse::export_root))
-        .route("/ui/export/", get(browse::export_root))
-        .route("/ui/export/{*path}", get(browse::export))
+        .route("/ui/export", get(export::export))
+        .route("/ui/export/", get(export::export))
+        .route("/ui/export/{*path}", get(export::export))
         .route("/ui/do", post(actions::submit))
         .route("/ui/admin", get(admin::page))
         .layer(axum::middleware::from_fn_with_state(state.clone(), log_request))
