@@ -1,6 +1,6 @@
 //! Fixed statements on entry permissions: entry owner/group/mode and the `entry_acls` table
-//! (migration 0004), collection ACLs (`acls`), and the listings of users and groups. Every value is a bound parameter;
-//! table names come from ids.
+//! (migration 0004), collection ACLs (`acls`), and the listings of users and groups. Every value
+//! is a bound parameter; table names come from ids.
 
 use ardacat_core::store::EntryMetaChange;
 use ardacat_core::types::{Value, ValueType};
