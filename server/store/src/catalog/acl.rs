@@ -5,13 +5,8 @@ use super::*;
 
 impl SqlConn {
     pub(super) async fn load_acl(&mut self, collection_id: i64) -> Result<Vec<AclEntry>> {
-        let sql = format!(
-            "SELECT principal, is_group, rights FROM acls WHERE collection_id = {} ORDER BY is_group, principal",
-            self.p(1, ValueType::Int)
-        );
-        let rows = self
-            .point_rows(&sql, &[Value::Int(collection_id)], &[ValueType::Text, ValueType::Bool, ValueType::Int])
-            .await?;
+        let c = statements::select_collection_acl(self.dialect, collection_id);
+        let rows = self.point_rows(&c.sql, &c.params, &c.types).await?;
         Ok(rows.iter().map(|r| acl_from(r)).collect())
     }
 
@@ -46,21 +41,8 @@ impl SqlConn {
     pub(super) async fn set_acl(&mut self, collection_id: i64, e: &AclEntry) -> Result<()> {
         self.writing()?;
         self.schema_changed();
-        let sql = format!(
-            "INSERT INTO acls (collection_id, principal, is_group, rights) VALUES ({}, {}, {}, {}) \
-             ON CONFLICT (collection_id, principal, is_group) DO UPDATE SET rights = excluded.rights",
-            self.p(1, ValueType::Int),
-            self.p(2, ValueType::Text),
-            self.p(3, ValueType::Bool),
-            self.p(4, ValueType::Int)
-        );
-        let params = [
-            Value::Int(collection_id),
-            Value::Text(e.principal.clone()),
-            Value::Bool(e.is_group),
-            Value::Int(e.rights as i64),
-        ];
-        let r = self.exec(&sql, &params).await.map(|_| ());
+        let c = statements::upsert_collection_acl(self.dialect, collection_id, &e.principal, e.is_group, e.rights);
+        let r = self.exec_compiled(&c).await.map(|_| ());
         self.schema_changed();
         r
     }
@@ -68,12 +50,7 @@ impl SqlConn {
     pub(super) async fn remove_acl(&mut self, collection_id: i64, principal: &str) -> Result<u64> {
         self.writing()?;
         self.schema_changed();
-        let sql = format!(
-            "DELETE FROM acls WHERE collection_id = {} AND principal = {}",
-            self.p(1, ValueType::Int),
-            self.p(2, ValueType::Text)
-        );
-        let r = self.exec(&sql, &[Value::Int(collection_id), Value::Text(principal.into())]).await;
+        let r = self.exec_compiled(&statements::delete_collection_acl(self.dialect, collection_id, principal)).await;
         self.schema_changed();
         r
     }

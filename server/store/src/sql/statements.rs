@@ -1,6 +1,6 @@
 //! Fixed statements on entry permissions: entry owner/group/mode and the `entry_acls` table
-//! (migration 0004), and the listings of users and groups. Every value is a bound parameter;
-//! table names come from ids.
+//! (migration 0004), collection ACLs (`acls`), and the listings of users and groups. Every value
+//! is a bound parameter; table names come from ids.
 
 use ardacat_core::store::EntryMetaChange;
 use ardacat_core::types::{Value, ValueType};
@@ -196,6 +196,41 @@ pub fn select_group_members(d: Dialect, group: &str) -> Compiled {
     let mut p = Params::new(d);
     let sql = format!("SELECT user_name FROM group_members WHERE grp = {} ORDER BY user_name", p.text(group));
     p.done(sql, vec![ValueType::Text])
+}
+
+/// The ACL of a collection (`acls`), groups after users, by principal; columns as
+/// [`ENTRY_ACL_TYPES`].
+pub fn select_collection_acl(d: Dialect, collection_id: i64) -> Compiled {
+    let mut p = Params::new(d);
+    let sql = format!(
+        "SELECT principal, is_group, rights FROM acls WHERE collection_id = {} ORDER BY is_group, principal",
+        p.int(collection_id)
+    );
+    p.done(sql, ENTRY_ACL_TYPES.to_vec())
+}
+
+/// Sets (inserts or replaces) one principal's rights on a collection.
+pub fn upsert_collection_acl(d: Dialect, collection_id: i64, principal: &str, is_group: bool, rights: u16) -> Compiled {
+    let mut p = Params::new(d);
+    let sql = format!(
+        "INSERT INTO acls (collection_id, principal, is_group, rights) VALUES ({}, {}, {}, {}) \
+         ON CONFLICT (collection_id, principal, is_group) DO UPDATE SET rights = excluded.rights",
+        p.int(collection_id),
+        p.text(principal),
+        p.bind(Value::Bool(is_group), ValueType::Bool),
+        p.int(rights as i64)
+    );
+    p.done(sql, Vec::new())
+}
+
+pub fn delete_collection_acl(d: Dialect, collection_id: i64, principal: &str) -> Compiled {
+    let mut p = Params::new(d);
+    let sql = format!(
+        "DELETE FROM acls WHERE collection_id = {} AND principal = {}",
+        p.int(collection_id),
+        p.text(principal)
+    );
+    p.done(sql, Vec::new())
 }
 
 #[cfg(test)]
