@@ -11,7 +11,8 @@
 set -euo pipefail
 bin=$1; scenario=$2; protocol=$3; conns=$4; secs=$5; shift 5
 work=$(mktemp -d); port=$((20000 + RANDOM % 20000))
-ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server" --tcp-port $port --http-port $((port + 1)) \
+# The load generator is one address: no per-address cap.
+ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server" --tcp-port $port --http-port $((port + 1)) \
     --database "sqlite:$work/cat.db" >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true; rm -rf "$work"' EXIT

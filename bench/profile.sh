@@ -19,7 +19,8 @@ command -v inferno-flamegraph >/dev/null || cargo install --quiet inferno
 
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
-ARDACAT_ROOT_PASSWORD=pw target/release/ardacat-server --tcp-port "$port" --http-port $((port + 1)) \
+# The load generator is one address: no per-address cap.
+ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw target/release/ardacat-server --tcp-port "$port" --http-port $((port + 1)) \
     --database "sqlite:$work/cat.db" >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT

@@ -250,7 +250,10 @@ class Proc:
 
 class Server(Proc):
     def __init__(self, database: str, dds: str, log_path: Path, binary: Path | None = None):
-        env = clean_env(ARDACAT_ROOT_PASSWORD=PASSWORD, RUST_LOG=os.environ.get("BENCH_SERVER_LOG", "warn"))
+        # The load generator is one address with up to 256 connections: no per-address cap (an
+        # environment variable, which servers older than the cap ignore, for A/B runs).
+        env = clean_env(ARDACAT_ROOT_PASSWORD=PASSWORD, RUST_LOG=os.environ.get("BENCH_SERVER_LOG", "warn"),
+                        ARDACAT_MAX_CONNECTIONS_PER_PEER="0")
         cmd = [binary or BIN / "ardacat-server", "--database", database, "--bind", "127.0.0.1", "--tcp-port", "0",
                "--http-port", "0", "--soap-dds", dds, "--max-connections", "2048"]
         super().__init__(cmd, env, log_path, "ardacat-server listening")

@@ -331,7 +331,8 @@ async fn soap_client(addr: SocketAddr, id: usize, stop: Arc<AtomicBool>, tally: 
 
 async fn soak(b: Backend) {
     let secs = soak_secs();
-    let srv = TestServer::start(b).await;
+    // A hundred clients from one address, as from a frontend host: no per-address cap.
+    let srv = TestServer::start_flags(b, &["--max-connections-per-peer", "0"]).await;
     let pid = srv.pid();
     let mut root = srv.raw().await;
     root.timeout = Duration::from_secs(300);
