@@ -5,7 +5,6 @@
 //! validation are the catalogue's, and a refused change changes nothing.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use ardacat_core::{Error, Result, path};
@@ -13,7 +12,7 @@ use axum::extract::{Form, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 
-use super::html::{csrf_field, esc};
+use super::html::{self, csrf_field, esc};
 use super::{Ctx, UiState, csrf_refusal, ctx, error_page, html_response, redirect, safe_back};
 
 /// Operations that remove something, and what the confirmation page calls it.
@@ -82,7 +81,7 @@ fn confirm_page(ctx: &Ctx, f: &Fields, what: &str, back: &str) -> Response {
     let mut hidden = String::new();
     for (k, v) in &f.0 {
         if k != "csrf" && k != "confirmed" {
-            let _ = write!(hidden, "<input type=\"hidden\" name=\"{}\" value=\"{}\">", esc(k), esc(v));
+            hidden.push_str(&html::hidden(k, v));
         }
     }
     let body = format!(

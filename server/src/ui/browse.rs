@@ -16,7 +16,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 
-use super::html::{browse_href, csrf_field, error_box, esc, url};
+use super::html::{browse_href, csrf_field, error_box, esc, hidden, url};
 use super::{Ctx, UiState, ctx, error_page, html_response};
 
 /// Page sizes offered; any size from 1 to [`MAX_PAGE`] is accepted.
@@ -182,14 +182,7 @@ fn props_section(ctx: &Ctx, abs: &str, props: &Props, acl: &Result<Vec<(String, 
         Ok(rows) => {
             out.push_str("<table class=\"acl\"><thead><tr><th scope=\"col\">Principal</th><th scope=\"col\">Rights</th><th scope=\"col\"></th></tr></thead><tbody>");
             for (who, rights) in rows {
-                let remove = action_form(
-                    ctx,
-                    "acl_remove",
-                    abs,
-                    back,
-                    &format!("<input type=\"hidden\" name=\"principal\" value=\"{}\">", esc(who)),
-                    "Remove",
-                );
+                let remove = action_form(ctx, "acl_remove", abs, back, &hidden("principal", who), "Remove");
                 let _ =
                     write!(out, "<tr><td>{}</td><td><code>{}</code></td><td>{remove}</td></tr>", esc(who), esc(rights));
             }
@@ -284,14 +277,7 @@ async fn collection_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &Props, 
     } else {
         body.push_str("<table class=\"schema\"><thead><tr><th scope=\"col\">Attribute</th><th scope=\"col\">Type</th><th scope=\"col\">Indexed</th><th scope=\"col\"></th></tr></thead><tbody>");
         for a in &attrs {
-            let remove = action_form(
-                ctx,
-                "removeattr",
-                abs,
-                &here,
-                &format!("<input type=\"hidden\" name=\"name\" value=\"{}\">", esc(&a.name)),
-                "Remove",
-            );
+            let remove = action_form(ctx, "removeattr", abs, &here, &hidden("name", &a.name), "Remove");
             let _ = write!(
                 body,
                 "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{remove}</td></tr>",
@@ -678,14 +664,7 @@ async fn entry_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &Props) -> Re
             ),
             "Set",
         );
-        let clear = action_form(
-            ctx,
-            "clearattr",
-            abs,
-            &here,
-            &format!("<input type=\"hidden\" name=\"attr\" value=\"{}\">", esc(&a.name)),
-            "Clear",
-        );
+        let clear = action_form(ctx, "clearattr", abs, &here, &hidden("attr", &a.name), "Clear");
         let _ = write!(
             body,
             "<tr><th scope=\"row\">{}</th><td><code>{}</code></td><td class=\"value\">{shown}</td><td>{set}</td><td>{clear}</td></tr>",

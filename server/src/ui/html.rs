@@ -72,7 +72,12 @@ pub fn page(title: &str, user: Option<(&str, &str)>, body: &str) -> String {
 
 /// The hidden CSRF field every state-changing form carries.
 pub fn csrf_field(token: &str) -> String {
-    format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(token))
+    hidden("csrf", token)
+}
+
+/// A hidden form field; name and value escaped.
+pub fn hidden(name: &str, value: &str) -> String {
+    format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", esc(name), esc(value))
 }
 
 /// An error box. A message with `at position N:` (the query parsers' form) also shows `text`
