@@ -188,52 +188,6 @@ where
 mod tests {
     use super::*;
 
-    fn limits() -> Limits {
-        Limits {
-            header: Duration::from_secs(10),
-            body: Duration::from_secs(20),
-            body_rate: 500,
-            idle: Duration::from_secs(60),
-            handshake: Duration::from_secs(30),
-        }
-    }
-
-    #[tokio::test]
-    async fn phases_and_their_deadlines() {
-        let clock = Clock::new(limits());
-        let start = match clock.deadline() {
-            Some((at, HttpTimeout::Header)) => at - Duration::from_secs(10),
-            other => panic!("a new connection waits for a header: {other:?}"),
-        };
-        clock.request();
-        assert_eq!(clock.deadline(), None);
-        clock.body_wanted();
-        let body_start = match *clock.phase.lock().unwrap() {
-            Phase::Body { since, .. } => since,
-            other => panic!("{other:?}"),
-        };
-        // 1000 bytes at 500 B/s earn two more seconds.
-        clock.body_bytes(1000);
-        assert_eq!(clock.deadline(), Some((body_start + Duration::from_secs(22), HttpTimeout::Body)));
-        clock.body_done();
-        assert_eq!(clock.deadline(), None);
-        clock.write_blocked(true);
-        assert!(matches!(clock.deadline(), Some((_, HttpTimeout::Write))));
-        clock.write_blocked(false);
-        assert_eq!(clock.deadline(), None);
-        clock.response_done();
-        assert!(matches!(clock.deadline(), Some((at, HttpTimeout::Idle)) if at >= start + Duration::from_secs(60)));
-        // The end of the last response left unread is a stall, not idleness.
-        clock.write_blocked(true);
-        assert!(matches!(clock.deadline(), Some((_, HttpTimeout::Write))));
-        clock.write_blocked(false);
-        // The first byte of the next request starts its header time.
-        clock.read();
-        assert!(matches!(clock.deadline(), Some((_, HttpTimeout::Header))));
-        let quick = Clock::new(Limits { header: Duration::from_millis(10), ..limits() });
-        assert_eq!(quick.expired().await, HttpTimeout::Header);
-    }
-
     #[test]
     fn refusal_is_a_complete_503() {
         let text = String::from_utf8(refusal_response(Refusal::PeerFull)).unwrap();
