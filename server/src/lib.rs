@@ -172,3 +172,6 @@ pub async fn serve_full(
         let _ = t.await;
     }
 }
+
+#[cfg(test)]
+mod layout_tests;

@@ -604,3 +604,6 @@ impl StoreConn for SqlConn {
         SqlConn::init_setting(self, key, value).await
     }
 }
+
+#[cfg(test)]
+mod tests;
