@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ardacat_server::config::{self, Config};
+use ardacat_server::preflight;
 use common::*;
 
 on_both_backends!(example_config_serves);
@@ -109,7 +110,7 @@ fn example_config_lists_every_key_with_its_default() {
     }
 
     // The file as a whole is what the server reads: it checks, and it is the defaults.
-    let cfg = config::check_file(Path::new(EXAMPLE)).unwrap_or_else(|p| panic!("example does not check: {p:?}"));
+    let cfg = preflight::check_file(Path::new(EXAMPLE)).unwrap_or_else(|p| panic!("example does not check: {p:?}"));
     assert_eq!(cfg.database, PACKAGE_DATABASE);
     let back = toml::Table::try_from(Config { database: Config::default().database, ..cfg }).unwrap();
     assert_eq!(back, defaults);

@@ -1,14 +1,20 @@
 //! Server settings: defaults, the TOML config file, environment variables and flags, in that
 //! order of precedence (flags win). Every limit the server enforces is here.
 //!
-//! `check_file` (behind `--check-config FILE`) validates a config file without starting anything:
-//! it must only read files, never open the database or a socket.
+//! Validating a config file without starting anything (`--check-config FILE`) is
+//! `crate::preflight`'s; this module must not load TLS files or open anything.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Parser;
 use serde::{Deserialize, Serialize};
+
+mod ipnet;
+mod keys;
+
+pub use ipnet::IpNet;
+pub use keys::keys;
 
 /// AMGA's `Sessions = no|allow|force`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
@@ -115,74 +121,6 @@ pub struct Config {
     /// Milliseconds a request waits for a free database connection before it fails with code 19
     /// (SOAP fault code 19).
     pub db_acquire_timeout_ms: u64,
-}
-
-/// An address or a network (`addr/prefix`) in `trusted_peers`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct IpNet {
-    addr: IpAddr,
-    prefix: u8,
-}
-
-impl IpNet {
-    /// Does this network hold `ip`? IPv4-mapped IPv6 addresses count as their IPv4 address.
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, ip.to_canonical()) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
-                u32::from(net) & mask == u32::from(ip) & mask
-            }
-            (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
-                u128::from(net) & mask == u128::from(ip) & mask
-            }
-            _ => false,
-        }
-    }
-}
-
-impl std::str::FromStr for IpNet {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (addr, prefix) = match s.split_once('/') {
-            Some((a, p)) => (a, Some(p)),
-            None => (s, None),
-        };
-        let addr: IpAddr = addr.trim().parse().map_err(|_| format!("`{s}` is not an IP address or network"))?;
-        let addr = addr.to_canonical();
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match prefix {
-            None => max,
-            Some(p) => p
-                .trim()
-                .parse::<u8>()
-                .ok()
-                .filter(|p| *p <= max)
-                .ok_or_else(|| format!("`{s}`: the prefix length must be 0..={max}"))?,
-        };
-        Ok(IpNet { addr, prefix })
-    }
-}
-
-impl TryFrom<String> for IpNet {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<IpNet> for String {
-    fn from(n: IpNet) -> String {
-        n.to_string()
-    }
-}
-
-impl std::fmt::Display for IpNet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let max = if self.addr.is_ipv4() { 32 } else { 128 };
-        if self.prefix == max { write!(f, "{}", self.addr) } else { write!(f, "{}/{}", self.addr, self.prefix) }
-    }
 }
 
 /// How log lines are written (`--log-format`, `log_format`).
@@ -442,153 +380,6 @@ impl Config {
             c.db_acquire_timeout_ms = v;
         }
         Ok(c)
-    }
-}
-
-/// Every key the config file accepts, in the order of [`Config`]'s fields. Read from the serde
-/// derive itself (the field list it hands to `deserialize_struct`), so it cannot drift from the
-/// struct; the example configuration is tested against it.
-pub fn keys() -> &'static [&'static str] {
-    use serde::de::{self, Visitor};
-
-    /// A deserializer that only records the field list and then gives up.
-    struct Probe<'a>(&'a mut &'static [&'static str]);
-
-    impl<'de> de::Deserializer<'de> for Probe<'_> {
-        type Error = de::value::Error;
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-            Err(de::Error::custom("not a struct"))
-        }
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, Self::Error> {
-            *self.0 = fields;
-            Err(de::Error::custom("probe"))
-        }
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
-            unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
-        }
-    }
-
-    let mut fields: &'static [&'static str] = &[];
-    let _ = Config::deserialize(Probe(&mut fields));
-    fields
-}
-
-/// One reason a config file is unusable, under the key at fault when there is one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub key: Option<String>,
-    pub message: String,
-}
-
-impl Problem {
-    fn key(key: &str, message: impl Into<String>) -> Self {
-        Problem { key: Some(key.to_string()), message: message.into() }
-    }
-    fn file(message: impl Into<String>) -> Self {
-        Problem { key: None, message: message.into() }
-    }
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.key {
-            Some(k) => write!(f, "{k}: {}", self.message),
-            None => f.write_str(&self.message),
-        }
-    }
-}
-
-/// Validate a config file as the server would use it, reporting every problem rather than the
-/// first: TOML syntax, unknown keys, wrong types or values (each under its key), and what would
-/// stop the start ([`Config::problems`]). Flags and environment variables play no part: this
-/// checks the file.
-pub fn check_file(path: &Path) -> Result<Config, Vec<Problem>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| vec![Problem::file(format!("cannot read {}: {e}", path.display()))])?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| vec![Problem::file(e.to_string())])?;
-    let known = keys();
-    let mut problems = Vec::new();
-    for (key, value) in &table {
-        if !known.contains(&key.as_str()) {
-            problems.push(Problem::key(key, "unknown key"));
-            continue;
-        }
-        // One key at a time, so that each bad value is reported under its own name.
-        let one = toml::Value::Table(toml::Table::from_iter([(key.clone(), value.clone())]));
-        if let Err(e) = one.try_into::<Config>() {
-            problems.push(Problem::key(key, e.message()));
-        }
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    let config: Config = toml::Value::Table(table).try_into().map_err(|e| vec![Problem::file(e.to_string())])?;
-    let problems = config.problems();
-    if problems.is_empty() { Ok(config) } else { Err(problems) }
-}
-
-impl Config {
-    /// Settings that would stop the server at start, each under its key: a database URL of an
-    /// unknown kind, the two ports equal, unusable TLS files or grid-mapfile (read and parsed as
-    /// at start). Reads files only; it does not connect to the database or bind.
-    pub fn problems(&self) -> Vec<Problem> {
-        let mut problems = Vec::new();
-        // The URL forms `Db::open` accepts (the URL itself is not echoed: it may hold a password).
-        let db = self.database.as_str();
-        match db.strip_prefix("sqlite:") {
-            Some(rest) if rest.strip_prefix("//").unwrap_or(rest).is_empty() => {
-                problems.push(Problem::key("database", "no database path after `sqlite:`"));
-            }
-            Some(_) => {}
-            None if db.starts_with("postgres://") || db.starts_with("postgresql://") => {}
-            None => problems.push(Problem::key(
-                "database",
-                "unsupported database URL (expected sqlite:PATH, sqlite::memory: or postgres://…)",
-            )),
-        }
-        if self.tcp_port != 0 && self.tcp_port == self.http_port {
-            problems.push(Problem::key("http_port", format!("the same port as tcp_port ({})", self.tcp_port)));
-        }
-        if let Err(e) = crate::tls::load(self) {
-            problems.push(self.tls_problem(e));
-        }
-        problems
-    }
-
-    /// Name the key a TLS error comes from.
-    fn tls_problem(&self, e: crate::tls::TlsError) -> Problem {
-        use crate::tls::TlsError;
-        let by_path = |p: &Path| {
-            [("tls_cert", &self.tls_cert), ("tls_key", &self.tls_key), ("tls_client_ca", &self.tls_client_ca)]
-                .into_iter()
-                .chain([("grid_mapfile", &self.grid_mapfile)])
-                .find(|(_, v)| v.as_deref() == Some(p))
-                .map_or("tls_cert", |(k, _)| k)
-        };
-        let key = match &e {
-            TlsError::Incomplete if self.tls_cert.is_some() => "tls_key",
-            TlsError::Incomplete => "tls_cert",
-            TlsError::NeedsCert(k) => k,
-            TlsError::Read(p, _) | TlsError::NoCertificate(p) => by_path(p),
-            TlsError::GridMap(..) => "grid_mapfile",
-            // rustls refused the client CAs, or the certificate with its key: without the CAs it
-            // loads, the CAs are at fault.
-            TlsError::Rustls(_) => {
-                let without_ca = Config { tls_client_ca: None, grid_mapfile: None, ..self.clone() };
-                if self.tls_client_ca.is_some() && crate::tls::load(&without_ca).is_ok() {
-                    "tls_client_ca"
-                } else {
-                    "tls_cert"
-                }
-            }
-        };
-        Problem::key(key, e.to_string())
     }
 }
 

@@ -3,10 +3,13 @@
 //! and shutdown. Frontends only translate; every rule lives in ardacat-core, every SQL text in
 //! ardacat-store.
 //!
-//! Module layering (no import circle): `config`, `metrics`, `tls` depend on nothing here;
-//! `state` (shared state, counters, version) on those; `auth` (the one login path) on `state`;
-//! the frontends `tcp` and `soap` on `state` and `auth`; `http` (the one place the HTTP router
-//! is composed) on `soap`. Nothing imports `http` or `tcp` but this file.
+//! Module layering (no import circle between these modules): `config` and `metrics` depend on
+//! nothing here; `tls`, `admission`, `logging` and `preflight` (`--check-config`) on `config`
+//! (`preflight` also on `tls`); `state` (shared state, counters, version) on those; `auth` (the
+//! one login path), `health` and `reload` on `state`; the frontends `tcp`, `soap` and `ui` on
+//! `state` and `auth`; `http` (the one place the HTTP router is composed) on the frontends.
+//! Nothing imports `http` but this file, nor `tcp` but `http`. A module split into files keeps
+//! its parts as child modules, which may use their parent's items.
 //!
 //! `run` is the one seam `main` and the tests use: it opens and migrates the database, makes
 //! sure `root` exists, binds both listeners, reports their addresses, and serves until the
@@ -19,6 +22,7 @@ pub mod health;
 pub mod http;
 pub mod logging;
 pub mod metrics;
+pub mod preflight;
 pub mod reload;
 pub mod soap;
 pub mod state;
@@ -168,3 +172,6 @@ pub async fn serve_full(
         let _ = t.await;
     }
 }
+
+#[cfg(test)]
+mod layout_tests;

@@ -20,7 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let _hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let flags = Flags::parse();
     if let Some(path) = &flags.check_config {
-        match ardacat_server::config::check_file(path) {
+        match ardacat_server::preflight::check_file(path) {
             Ok(_) => {
                 println!("{}: OK", path.display());
                 return Ok(());

@@ -22,8 +22,11 @@ pub enum StoreError {
     /// (`SQLITE_CONSTRAINT_CHECK`), PostgreSQL 22001 (string too long).
     #[error("value does not fit its column: {0}")]
     ValueDoesNotFit(String),
-    /// The statement names a table or column that does not exist (PostgreSQL 42P01 / 42703,
-    /// SQLite "no such table" / "no such column").
+    /// The statement names a table or column that does not exist (PostgreSQL 42P01 / 42703).
+    /// SQLite has no code for this (a plain `SQLITE_ERROR`, told apart only by its message), so
+    /// there it is [`StoreError::Database`]: errors are never classified by message text. Nothing
+    /// relies on the class: the catalogue knows whether an entry table exists
+    /// (`collections.has_table`) and names only columns of attribute rows it has read.
     #[error("undefined table or column: {0}")]
     UndefinedObject(String),
     /// A lock could not be had in time: SQLite busy/locked after `busy_timeout`, PostgreSQL
@@ -135,9 +138,6 @@ fn classify_sqlite(err: &rusqlite::ffi::Error, text: String) -> StoreError {
         // Only the statement deadline interrupts a statement whose result is still wanted (an
         // abandoned stream's interrupt is recognised before it gets here).
         ffi::ErrorCode::OperationInterrupted => StoreError::Timeout,
-        _ if text.starts_with("no such table") || text.starts_with("no such column") => {
-            StoreError::UndefinedObject(text)
-        }
         _ => StoreError::Database(text),
     }
 }

@@ -1,21 +1,12 @@
 //! Attributes of a collection: their rows, adding and removing columns of the entry table.
-//! Must not decide who may change them (the core's rules do); SQL text comes from `sql`.
+//! Must not decide who may change them (the core's rules do); SQL text comes from
+//! `sql::attributes` (and `sql::indexes`, `sql::constraint_rows` for what uses them).
 
 use super::*;
 
 impl SqlConn {
     pub(super) async fn load_attributes(&mut self, collection_id: i64) -> Result<Vec<AttrDef>> {
-        let sql = format!(
-            "SELECT id, name, type, indexed FROM attributes WHERE collection_id = {} ORDER BY id",
-            self.p(1, ValueType::Int)
-        );
-        let rows = self
-            .point_rows(
-                &sql,
-                &[Value::Int(collection_id)],
-                &[ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Bool],
-            )
-            .await?;
+        let rows = self.point_rows_compiled(&attribute_sql::select_attributes(self.dialect, collection_id)).await?;
         rows.into_iter()
             .map(|r| {
                 Ok(AttrDef {
@@ -35,22 +26,15 @@ impl SqlConn {
         t: AttrType,
         indexed: bool,
     ) -> Result<i64> {
-        let sql = format!(
-            "INSERT INTO attributes (collection_id, name, name_key, type, indexed) VALUES ({}, {}, {}, {}, {}) RETURNING id",
-            self.p(1, ValueType::Int),
-            self.p(2, ValueType::Text),
-            self.p(3, ValueType::Text),
-            self.p(4, ValueType::Text),
-            self.p(5, ValueType::Bool)
+        let insert = attribute_sql::insert_attribute(
+            self.dialect,
+            collection_id,
+            name,
+            &name.to_ascii_lowercase(),
+            &t.to_string(),
+            indexed,
         );
-        let params = [
-            Value::Int(collection_id),
-            Value::Text(name.into()),
-            Value::Text(name.to_ascii_lowercase()),
-            Value::Text(t.to_string()),
-            Value::Bool(indexed),
-        ];
-        let rows = self.rows(&sql, &params, &[ValueType::Int]).await?;
+        let rows = self.rows_compiled(&insert).await?;
         rows.first().and_then(|r| r.first()).map(int_of).ok_or_else(|| Error::Internal("no attribute id".into()))
     }
 
@@ -78,9 +62,7 @@ impl SqlConn {
         let has_table = self.lock_table_state(collection_id).await?;
         let id = self.insert_attr_row(collection_id, name, attr_type, indexed).await?;
         if has_table {
-            let col = attr_column(id);
-            let def = self.dialect.column_def(&col, attr_type);
-            self.batch(&format!("ALTER TABLE {} ADD COLUMN {col} {def}", table_name(collection_id))).await?;
+            self.batch(&attribute_sql::add_column_ddl(self.dialect, collection_id, id, attr_type)).await?;
             if indexed {
                 self.create_index(collection_id, id).await?;
             }
@@ -93,12 +75,7 @@ impl SqlConn {
         self.schema_changed();
         let has_table = self.lock_table_state(collection_id).await?;
         // Checked under the collection lock, so a concurrent index_create cannot slip in between.
-        let sql = format!(
-            "SELECT i.name FROM entry_indexes i JOIN entry_index_columns c ON c.index_id = i.id \
-             WHERE c.attribute_id = {} ORDER BY i.id",
-            self.p(1, ValueType::Int)
-        );
-        let users = self.rows(&sql, &[Value::Int(attr.id)], &[ValueType::Text]).await?;
+        let users = self.rows_compiled(&index_sql::select_indexes_using_attribute(self.dialect, attr.id)).await?;
         if !users.is_empty() {
             let names: Vec<String> = users.iter().map(|r| text_of(&r[0])).collect();
             return Err(Error::IllegalCommand(format!(
@@ -107,12 +84,8 @@ impl SqlConn {
                 names.join(", ")
             )));
         }
-        let sql = format!(
-            "SELECT k.name FROM entry_constraints k JOIN entry_constraint_columns u ON u.constraint_id = k.id \
-             WHERE u.attribute_id = {} ORDER BY k.id",
-            self.p(1, ValueType::Int)
-        );
-        let users = self.rows(&sql, &[Value::Int(attr.id)], &[ValueType::Text]).await?;
+        let users =
+            self.rows_compiled(&constraint_rows::select_constraints_using_attribute(self.dialect, attr.id)).await?;
         if !users.is_empty() {
             let names: Vec<String> = users.iter().map(|r| text_of(&r[0])).collect();
             return Err(Error::IllegalCommand(format!(
@@ -122,14 +95,11 @@ impl SqlConn {
             )));
         }
         if has_table {
-            let t = table_name(collection_id);
-            let c = attr_column(attr.id);
             if attr.indexed {
-                self.batch(&format!("DROP INDEX IF EXISTS {t}_{c}")).await?;
+                self.batch(&index_sql::drop_attribute_index_ddl(collection_id, attr.id)).await?;
             }
-            self.batch(&format!("ALTER TABLE {t} DROP COLUMN {c}")).await?;
+            self.batch(&attribute_sql::drop_column_ddl(collection_id, attr.id)).await?;
         }
-        let sql = format!("DELETE FROM attributes WHERE id = {}", self.p(1, ValueType::Int));
-        self.exec(&sql, &[Value::Int(attr.id)]).await.map(|_| ())
+        self.exec_compiled(&attribute_sql::delete_attribute(self.dialect, attr.id)).await.map(|_| ())
     }
 }

@@ -1,5 +1,5 @@
 //! Collections: lookup (cached), creation with attributes, removal, owner and mode. Must not
-//! touch entry rows beyond removing a collection's table; SQL text comes from `sql`.
+//! touch entry rows beyond removing a collection's table; SQL text comes from `sql::collections`.
 
 use super::*;
 
@@ -9,8 +9,7 @@ impl SqlConn {
         if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().by_path.get(path)) {
             return Ok(hit);
         }
-        let sql = format!("SELECT {COLLECTION_COLS} FROM collections WHERE path = {}", self.p(1, ValueType::Text));
-        let rows = self.point_rows(&sql, &[Value::Text(path.into())], &COLLECTION_TYPES).await?;
+        let rows = self.point_rows_compiled(&collection_sql::select_collection_by_path(self.dialect, path)).await?;
         let found = rows.into_iter().next().map(collection_from).transpose()?;
         if cacheable {
             let mut cache = self.cache();
@@ -24,17 +23,12 @@ impl SqlConn {
     }
 
     pub(super) async fn collection_by_id(&mut self, id: i64) -> Result<Option<CollectionInfo>> {
-        let sql = format!("SELECT {COLLECTION_COLS} FROM collections WHERE id = {}", self.p(1, ValueType::Int));
-        let rows = self.point_rows(&sql, &[Value::Int(id)], &COLLECTION_TYPES).await?;
+        let rows = self.point_rows_compiled(&collection_sql::select_collection_by_id(self.dialect, id)).await?;
         rows.into_iter().next().map(collection_from).transpose()
     }
 
     pub(super) async fn children(&mut self, parent_id: i64) -> Result<Vec<CollectionInfo>> {
-        let sql = format!(
-            "SELECT {COLLECTION_COLS} FROM collections WHERE parent_id = {} ORDER BY name",
-            self.p(1, ValueType::Int)
-        );
-        let rows = self.rows(&sql, &[Value::Int(parent_id)], &COLLECTION_TYPES).await?;
+        let rows = self.rows_compiled(&collection_sql::select_children(self.dialect, parent_id)).await?;
         rows.into_iter().map(collection_from).collect()
     }
 
@@ -50,28 +44,9 @@ impl SqlConn {
         self.writing()?;
         self.schema_changed();
         let name = path.rsplit('/').next().unwrap_or_default().to_string();
-        let sql = format!(
-            "INSERT INTO collections (parent_id, path, name, owner, grp, perms, created, has_table) VALUES ({}, {}, {}, {}, {}, {}, {}, {}) RETURNING id",
-            self.p(1, ValueType::Int),
-            self.p(2, ValueType::Text),
-            self.p(3, ValueType::Text),
-            self.p(4, ValueType::Text),
-            self.p(5, ValueType::Text),
-            self.p(6, ValueType::Int),
-            self.p(7, ValueType::Timestamp),
-            self.p(8, ValueType::Bool),
-        );
-        let params = [
-            Value::Int(parent_id),
-            Value::Text(path.into()),
-            Value::Text(name),
-            Value::Text(owner.into()),
-            Value::Text(group.into()),
-            Value::Int(perms as i64),
-            now(),
-            Value::Bool(false),
-        ];
-        let id = match self.rows(&sql, &params, &[ValueType::Int]).await {
+        let insert =
+            collection_sql::insert_collection(self.dialect, parent_id, path, &name, owner, group, perms, now());
+        let id = match self.rows_compiled(&insert).await {
             Ok(rows) => rows.first().and_then(|r| r.first()).map(int_of).unwrap_or_default(),
             Err(Error::Exists(_)) => return Err(Error::DirExists(path.into())),
             Err(e) => return Err(e),
@@ -103,31 +78,25 @@ impl SqlConn {
         // Its references' triggers on other tables (SQLite) go by name, before its attributes.
         let has_table = self.lock_table_state(id).await?;
         self.delete_constraints(id, has_table).await?;
-        self.batch(&format!("DROP TABLE IF EXISTS {}", table_name(id))).await?;
+        self.batch(&table_sql::drop_entry_table(id)).await?;
         // SQLite may hand the id to the next collection, which starts without a table.
         self.cache().tables.remove(&id);
         // Index columns refer to attributes: they go first.
         self.delete_index_rows(id).await?;
-        for t in ["attributes", "acls", "sequences"] {
-            let sql = format!("DELETE FROM {t} WHERE collection_id = {}", self.p(1, ValueType::Int));
-            self.exec(&sql, &[Value::Int(id)]).await?;
+        for delete in collection_sql::delete_collection_rows(self.dialect, id) {
+            self.exec_compiled(&delete).await?;
         }
         self.exec_compiled(&statements::delete_collection_entry_acls(self.dialect, id)).await?;
-        let sql = format!("DELETE FROM collections WHERE id = {}", self.p(1, ValueType::Int));
-        self.exec(&sql, &[Value::Int(id)]).await.map(|_| ())
+        self.exec_compiled(&collection_sql::delete_collection(self.dialect, id)).await.map(|_| ())
     }
 
     pub(super) async fn set_collection_owner(&mut self, id: i64, owner: &str, group: &str) -> Result<()> {
         self.writing()?;
         self.schema_changed();
-        let sql = format!(
-            "UPDATE collections SET owner = {}, grp = {} WHERE id = {}",
-            self.p(1, ValueType::Text),
-            self.p(2, ValueType::Text),
-            self.p(3, ValueType::Int)
-        );
-        let r =
-            self.exec(&sql, &[Value::Text(owner.into()), Value::Text(group.into()), Value::Int(id)]).await.map(|_| ());
+        let r = self
+            .exec_compiled(&collection_sql::update_collection_owner(self.dialect, id, owner, group))
+            .await
+            .map(|_| ());
         self.schema_changed();
         r
     }
@@ -135,12 +104,7 @@ impl SqlConn {
     pub(super) async fn set_collection_perms(&mut self, id: i64, perms: u16) -> Result<()> {
         self.writing()?;
         self.schema_changed();
-        let sql = format!(
-            "UPDATE collections SET perms = {} WHERE id = {}",
-            self.p(1, ValueType::Int),
-            self.p(2, ValueType::Int)
-        );
-        let r = self.exec(&sql, &[Value::Int(perms as i64), Value::Int(id)]).await.map(|_| ());
+        let r = self.exec_compiled(&collection_sql::update_collection_perms(self.dialect, id, perms)).await.map(|_| ());
         self.schema_changed();
         r
     }
@@ -149,7 +113,7 @@ impl SqlConn {
         if !self.has_table(id).await? {
             return Ok(false);
         }
-        let rows = self.rows(&format!("SELECT id FROM {} LIMIT 1", table_name(id)), &[], &[ValueType::Int]).await?;
+        let rows = self.rows_compiled(&table_sql::select_any_entry(self.dialect, id)).await?;
         Ok(!rows.is_empty())
     }
 }

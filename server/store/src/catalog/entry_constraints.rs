@@ -1,25 +1,10 @@
 //! Constraints on entries (not null, unique, reference, check): their rows and DDL. Must not
-//! judge entries itself (the database enforces); SQL text comes from `sql`.
+//! judge entries itself (the database enforces); SQL text comes from `sql::constraint_rows`
+//! (rows) and `sql::constraints` (DDL).
 
 use super::*;
 
-/// Columns of a constraint row: id, collection_id, name, kind, attribute_id, ref_collection_id,
-/// ref_attribute_id, condition, check_sql.
-const CONSTRAINT_COLS: &str =
-    "id, collection_id, name, kind, attribute_id, ref_collection_id, ref_attribute_id, condition, check_sql";
-const CONSTRAINT_TYPES: [ValueType; 9] = [
-    ValueType::Int,
-    ValueType::Int,
-    ValueType::Text,
-    ValueType::Text,
-    ValueType::Int,
-    ValueType::Int,
-    ValueType::Int,
-    ValueType::Text,
-    ValueType::Text,
-];
-
-/// A constraint row → its definition and its stored check SQL.
+/// A constraint row (`constraint_rows::CONSTRAINT_COLS`) → its definition and its stored check SQL.
 fn constraint_from(r: &[Value]) -> Result<(ConstraintDef, Option<String>)> {
     let attr = int_of(&r[4]);
     let rule = match text_of(&r[3]).as_str() {
@@ -46,11 +31,7 @@ impl SqlConn {
         &mut self,
         collection_id: i64,
     ) -> Result<Vec<(ConstraintDef, Option<String>)>> {
-        let sql = format!(
-            "SELECT {CONSTRAINT_COLS} FROM entry_constraints WHERE collection_id = {} ORDER BY id",
-            self.p(1, ValueType::Int)
-        );
-        let rows = self.rows(&sql, &[Value::Int(collection_id)], &CONSTRAINT_TYPES).await?;
+        let rows = self.rows_compiled(&constraint_rows::select_constraints(self.dialect, collection_id)).await?;
         let mut out = rows.iter().map(|r| constraint_from(r)).collect::<Result<Vec<_>>>()?;
         // By name in byte order on both backends, as indexes.
         out.sort_by_cached_key(|(k, _)| k.name.to_ascii_lowercase());
@@ -67,30 +48,8 @@ impl SqlConn {
     /// Names of the constraints of other collections that refer to `collection_id` (with
     /// `column`, only those referring to that column), as `<name> of <path>`.
     pub(super) async fn references_to(&mut self, collection_id: i64, column: Option<i64>) -> Result<Vec<String>> {
-        let mut sql = format!(
-            "SELECT k.name, c.path FROM entry_constraints k JOIN collections c ON c.id = k.collection_id \
-             WHERE k.kind = 'reference' AND k.ref_collection_id = {}",
-            self.p(1, ValueType::Int)
-        );
-        let mut params = vec![Value::Int(collection_id)];
-        match column {
-            Some(a) => {
-                let _ = std::fmt::Write::write_fmt(
-                    &mut sql,
-                    format_args!(" AND k.ref_attribute_id = {}", self.p(2, ValueType::Int)),
-                );
-                params.push(Value::Int(a));
-            }
-            None => {
-                let _ = std::fmt::Write::write_fmt(
-                    &mut sql,
-                    format_args!(" AND k.collection_id <> {}", self.p(2, ValueType::Int)),
-                );
-                params.push(Value::Int(collection_id));
-            }
-        }
-        sql.push_str(" ORDER BY k.id");
-        let rows = self.rows(&sql, &params, &[ValueType::Text, ValueType::Text]).await?;
+        let rows =
+            self.rows_compiled(&constraint_rows::select_references_to(self.dialect, collection_id, column)).await?;
         Ok(rows.iter().map(|r| format!("{} of {}", text_of(&r[0]), text_of(&r[1]))).collect())
     }
 
@@ -100,14 +59,9 @@ impl SqlConn {
             let ddl = constraints::drop_ddl(self.dialect, &k, has_table);
             self.run_ddl(ddl).await?;
         }
-        let p = self.p(1, ValueType::Int);
-        let sql = format!(
-            "DELETE FROM entry_constraint_columns WHERE constraint_id IN \
-             (SELECT id FROM entry_constraints WHERE collection_id = {p})"
-        );
-        self.exec(&sql, &[Value::Int(collection_id)]).await?;
-        self.exec(&format!("DELETE FROM entry_constraints WHERE collection_id = {p}"), &[Value::Int(collection_id)])
-            .await?;
+        for delete in constraint_rows::delete_collection_constraints(self.dialect, collection_id) {
+            self.exec_compiled(&delete).await?;
+        }
         Ok(())
     }
 
@@ -116,8 +70,7 @@ impl SqlConn {
     }
 
     pub(super) async fn constraint_by_id(&mut self, id: i64) -> Result<Option<ConstraintDef>> {
-        let sql = format!("SELECT {CONSTRAINT_COLS} FROM entry_constraints WHERE id = {}", self.p(1, ValueType::Int));
-        let rows = self.rows(&sql, &[Value::Int(id)], &CONSTRAINT_TYPES).await?;
+        let rows = self.rows_compiled(&constraint_rows::select_constraint(self.dialect, id)).await?;
         rows.first().map(|r| constraint_from(r).map(|(k, _)| k)).transpose()
     }
 
@@ -142,11 +95,8 @@ impl SqlConn {
             }
         }
         // The attributes were looked up before the lock; a concurrent removeattr may have won.
-        let p = self.p(1, ValueType::Int);
         for &a in uses {
-            let rows = self
-                .rows(&format!("SELECT id FROM attributes WHERE id = {p}"), &[Value::Int(a)], &[ValueType::Int])
-                .await?;
+            let rows = self.rows_compiled(&attribute_sql::select_attribute_id(self.dialect, a)).await?;
             if rows.is_empty() {
                 return Err(Error::NoSuchAttribute(format!("attribute #{a} was removed meanwhile")));
             }
@@ -165,7 +115,7 @@ impl SqlConn {
             }
             None => (None, None),
         };
-        let (attr, ref_coll, ref_attr, condition) = match rule {
+        let (attribute_id, ref_collection_id, ref_attribute_id, condition) = match rule {
             ConstraintRule::NotNull { attr } | ConstraintRule::Unique { attr } => {
                 (Value::Int(*attr), Value::Null, Value::Null, Value::Null)
             }
@@ -182,31 +132,17 @@ impl SqlConn {
                 (Value::Null, Value::Null, Value::Null, Value::Text(condition.clone()))
             }
         };
-        let sql = format!(
-            "INSERT INTO entry_constraints (collection_id, name, name_key, kind, attribute_id, ref_collection_id, \
-             ref_attribute_id, condition, check_sql) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {}) RETURNING id",
-            self.p(1, ValueType::Int),
-            self.p(2, ValueType::Text),
-            self.p(3, ValueType::Text),
-            self.p(4, ValueType::Text),
-            self.p(5, ValueType::Int),
-            self.p(6, ValueType::Int),
-            self.p(7, ValueType::Int),
-            self.p(8, ValueType::Text),
-            self.p(9, ValueType::Text)
-        );
-        let params = [
-            Value::Int(collection_id),
-            Value::Text(name.into()),
-            Value::Text(name.to_ascii_lowercase()),
-            Value::Text(rule.kind().into()),
-            attr,
-            ref_coll,
-            ref_attr,
+        let row = constraint_rows::ConstraintRow {
+            kind: rule.kind().into(),
+            attribute_id,
+            ref_collection_id,
+            ref_attribute_id,
             condition,
-            stored_sql.clone().map_or(Value::Null, Value::Text),
-        ];
-        let id = match self.rows(&sql, &params, &[ValueType::Int]).await {
+            check_sql: stored_sql.clone().map_or(Value::Null, Value::Text),
+        };
+        let insert =
+            constraint_rows::insert_constraint(self.dialect, collection_id, name, &name.to_ascii_lowercase(), row);
+        let id = match self.rows_compiled(&insert).await {
             Ok(rows) => rows
                 .first()
                 .and_then(|r| r.first())
@@ -215,13 +151,8 @@ impl SqlConn {
             Err(Error::Exists(_)) => return Err(Error::Exists(format!("constraint {name}"))),
             Err(e) => return Err(e),
         };
-        let sql = format!(
-            "INSERT INTO entry_constraint_columns (constraint_id, attribute_id) VALUES ({}, {}) ON CONFLICT DO NOTHING",
-            self.p(1, ValueType::Int),
-            self.p(2, ValueType::Int)
-        );
         for &a in uses {
-            self.exec(&sql, &[Value::Int(id), Value::Int(a)]).await?;
+            self.exec_compiled(&constraint_rows::insert_constraint_column(self.dialect, id, a)).await?;
         }
         let def = ConstraintDef { id, collection_id, name: name.into(), rule: rule.clone() };
         if has_table {
@@ -254,10 +185,9 @@ impl SqlConn {
         let has_table = self.lock_table_state(k.collection_id).await?;
         let ddl = constraints::drop_ddl(self.dialect, k, has_table);
         self.run_ddl(ddl).await?;
-        let p = self.p(1, ValueType::Int);
-        self.exec(&format!("DELETE FROM entry_constraint_columns WHERE constraint_id = {p}"), &[Value::Int(k.id)])
-            .await?;
-        let n = self.exec(&format!("DELETE FROM entry_constraints WHERE id = {p}"), &[Value::Int(k.id)]).await?;
+        let [columns, row] = constraint_rows::delete_constraint(self.dialect, k.id);
+        self.exec_compiled(&columns).await?;
+        let n = self.exec_compiled(&row).await?;
         if n == 0 {
             return Err(Error::NotFound(format!("constraint {}", k.name)));
         }

@@ -38,8 +38,9 @@ use crate::error::StoreError;
 use crate::exec::{Backend, Conn, Db};
 use crate::sql::compile::{attr_column, compile_condition, table_name};
 use crate::sql::{
-    Compiled, Dialect, compile_delete, compile_insert, compile_select, compile_update, constraints, replicas,
-    statements,
+    Compiled, Dialect, attributes as attribute_sql, collections as collection_sql, compile_delete, compile_insert,
+    compile_select, compile_update, constraint_rows, constraints, indexes as index_sql, principals as principal_sql,
+    replicas, statements, tables as table_sql,
 };
 
 impl From<StoreError> for Error {
@@ -174,10 +175,6 @@ fn now() -> Value {
     Value::Timestamp(Utc::now().naive_utc())
 }
 
-const COLLECTION_COLS: &str = "id, parent_id, path, owner, grp, perms";
-const COLLECTION_TYPES: [ValueType; 6] =
-    [ValueType::Int, ValueType::Int, ValueType::Text, ValueType::Text, ValueType::Text, ValueType::Int];
-
 fn collection_from(row: Vec<Value>) -> Result<CollectionInfo> {
     let mut it = row.into_iter();
     let bad = || Error::Internal("malformed collections row".into());
@@ -249,11 +246,6 @@ impl SqlConn {
         }
     }
 
-    /// `?n`/`$n` placeholders for a statement whose parameters have these types.
-    fn p(&self, n: usize, t: ValueType) -> String {
-        self.dialect.param(n, t)
-    }
-
     async fn exec(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
         self.conn.execute(sql, params).await.map_err(map_err)
     }
@@ -274,6 +266,10 @@ impl SqlConn {
 
     async fn rows_compiled(&mut self, c: &Compiled) -> Result<Vec<Vec<Value>>> {
         self.rows(&c.sql, &c.params, &c.types).await
+    }
+
+    async fn point_rows_compiled(&mut self, c: &Compiled) -> Result<Vec<Vec<Value>>> {
+        self.point_rows(&c.sql, &c.params, &c.types).await
     }
 
     async fn batch(&mut self, sql: &str) -> Result<()> {
@@ -608,3 +604,6 @@ impl StoreConn for SqlConn {
         SqlConn::init_setting(self, key, value).await
     }
 }
+
+#[cfg(test)]
+mod tests;

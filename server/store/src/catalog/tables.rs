@@ -1,5 +1,6 @@
 //! The lifecycle of a collection's entry table: whether it exists, its row lock, its one-time
-//! creation. Must not read or write entry rows; SQL text comes from `sql`.
+//! creation. Must not read or write entry rows; SQL text comes from `sql::tables` (and the
+//! table's DDL from `Dialect::create_entry_table`).
 
 use super::*;
 
@@ -10,8 +11,7 @@ impl SqlConn {
         if self.cache().tables.contains(&id) {
             return Ok(true);
         }
-        let sql = format!("SELECT has_table FROM collections WHERE id = {}", self.p(1, ValueType::Int));
-        let rows = self.point_rows(&sql, &[Value::Int(id)], &[ValueType::Bool]).await?;
+        let rows = self.point_rows_compiled(&table_sql::select_has_table(self.dialect, id)).await?;
         let exists = matches!(rows.first().and_then(|r| r.first()), Some(Value::Bool(true)));
         // Inside a transaction the table may be this transaction's own and still roll back.
         if exists && self.cacheable() {
@@ -34,11 +34,7 @@ impl SqlConn {
     /// either sees a new attribute or creates the table that the attribute change then alters.
     /// (SQLite has one writer at a time; the statement is harmless there.)
     pub(super) async fn lock_table_state(&mut self, id: i64) -> Result<bool> {
-        let sql = format!(
-            "UPDATE collections SET has_table = has_table WHERE id = {} RETURNING has_table",
-            self.p(1, ValueType::Int)
-        );
-        let rows = self.rows(&sql, &[Value::Int(id)], &[ValueType::Bool]).await?;
+        let rows = self.rows_compiled(&table_sql::lock_table_state(self.dialect, id)).await?;
         Ok(matches!(rows.first().and_then(|r| r.first()), Some(Value::Bool(true))))
     }
 
@@ -80,12 +76,7 @@ impl SqlConn {
             let ddl = constraints::create_ddl(self.dialect, &k, check_sql.as_deref());
             self.run_ddl(ddl).await?;
         }
-        let sql = format!(
-            "UPDATE collections SET has_table = {} WHERE id = {}",
-            self.p(1, ValueType::Bool),
-            self.p(2, ValueType::Int)
-        );
-        self.exec(&sql, &[Value::Bool(true), Value::Int(id)]).await?;
+        self.exec_compiled(&table_sql::set_has_table(self.dialect, id)).await?;
         Ok(())
     }
 }

@@ -425,7 +425,7 @@ impl Conn {
     }
 }
 
-fn decode_row(row: &PgRow, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
+pub(super) fn decode_row(row: &PgRow, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
     check_types(row.len(), types)?;
     // A plain loop into an exact-size Vec: collecting `Result`s grows the Vec by doubling.
     let mut values = Vec::with_capacity(types.len());

@@ -1,18 +1,26 @@
 //! All SQL text of ardacat lives here: per-dialect fragments and DDL for entry tables
-//! (`dialect`), fixed statements on entry permissions, entry and collection ACLs and user and
-//! group listings (`statements`), the replica catalogue's (`replicas`), sequences
-//! (`sequences`), settings and revoked tokens (`settings`), the DDL of constraints on entries
-//! (`constraints`), and the compiler from resolved query plans to one parameterised statement
-//! (`compile`). User values are always bound parameters; identifiers are generated (`e<id>`,
+//! (`dialect`), fixed statements on collections (`collections`), entry tables' lifecycle
+//! (`tables`), attributes and their columns (`attributes`), indexes (`indexes`), constraint
+//! definitions (`constraint_rows`) and their DDL (`constraints`), users, groups and subjects
+//! (`principals`), entry permissions, entry and collection ACLs and user and group listings
+//! (`statements`), the replica catalogue's (`replicas`), sequences (`sequences`), settings and
+//! revoked tokens (`settings`), and the compiler from resolved query plans to one parameterised
+//! statement (`compile`). User values are always bound parameters; identifiers are generated (`e<id>`,
 //! `a<id>`), never taken from user text.
 
+pub mod attributes;
+pub mod collections;
 pub mod compile;
+pub mod constraint_rows;
 pub mod constraints;
 pub mod dialect;
+pub mod indexes;
+pub mod principals;
 pub mod replicas;
 pub mod sequences;
 pub mod settings;
 pub mod statements;
+pub mod tables;
 
 pub use compile::{Compiled, compile_delete, compile_insert, compile_select, compile_update};
 pub use dialect::Dialect;

@@ -26,7 +26,8 @@ impl Params {
         Params { d, values: Vec::new() }
     }
 
-    fn bind(&mut self, v: Value, t: ValueType) -> String {
+    /// Binds `v` as the next parameter, cast to `t` on PostgreSQL (a NULL too).
+    pub(super) fn bind(&mut self, v: Value, t: ValueType) -> String {
         self.values.push(v);
         self.d.param(self.values.len(), t)
     }
@@ -37,6 +38,10 @@ impl Params {
 
     pub(super) fn int(&mut self, i: i64) -> String {
         self.bind(Value::Int(i), ValueType::Int)
+    }
+
+    pub(super) fn bool(&mut self, b: bool) -> String {
+        self.bind(Value::Bool(b), ValueType::Bool)
     }
 
     /// `file = ?` for a plain name (the unique index), else `file LIKE ? ESCAPE '\'`.

@@ -1,0 +1,154 @@
+//! Statements on a connection's own thread: preparing (cached), binding parameters, running,
+//! the statement deadline's progress guard, streaming rows into the channel and decoding values.
+//! Must not manage connections, the pool or transactions.
+
+use super::*;
+
+pub(super) fn prepare<'c>(conn: &'c Connection, sql: &str) -> Result<rusqlite::CachedStatement<'c>, StoreError> {
+    Ok(conn.prepare_cached(sql)?)
+}
+
+/// A `Value` as a SQLite parameter.
+struct Bind<'a>(&'a Value);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            Value::Float(f) => ToSqlOutput::Borrowed(ValueRef::Real(*f)),
+            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Value::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*b))),
+            Value::Timestamp(t) => ToSqlOutput::Owned(rusqlite::types::Value::Text(timestamp_sort_key(t))),
+        })
+    }
+}
+
+/// Bind every parameter (`?1..?n`); the count must match the statement's.
+pub(super) fn bind(st: &mut Statement<'_>, params: &[Value]) -> Result<(), StoreError> {
+    let expected = st.parameter_count();
+    if expected != params.len() {
+        return Err(StoreError::Database(format!(
+            "the statement has {expected} parameters but {} values were given",
+            params.len()
+        )));
+    }
+    for (i, v) in params.iter().enumerate() {
+        st.raw_bind_parameter(i + 1, Bind(v))?;
+    }
+    Ok(())
+}
+
+/// Run a bound statement to completion; rows changed (or, for a read-only statement that
+/// returns rows, the rows returned — PostgreSQL's count for a SELECT).
+pub(super) fn run_bound(conn: &Connection, st: &mut Statement<'_>) -> Result<u64, StoreError> {
+    if st.column_count() == 0 {
+        return Ok(st.raw_execute()? as u64);
+    }
+    let readonly = st.readonly();
+    let mut rows = st.raw_query();
+    let mut n = 0u64;
+    while rows.next()?.is_some() {
+        n += 1;
+    }
+    drop(rows);
+    Ok(if readonly { n } else { conn.changes() })
+}
+
+/// Puts back the standing deadline handler (dropping the stream's, and the `Sender` clone it
+/// holds) however the row loop ends.
+struct ProgressGuard<'c>(&'c Connection, &'c Arc<Deadline>);
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        watch_deadline(self.0, self.1);
+    }
+}
+
+pub(super) fn stream_rows<E: From<StoreError> + Send + 'static>(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    types: &[ValueType],
+    tx: mpsc::Sender<Result<Vec<Value>, E>>,
+    deadline: &Arc<Deadline>,
+) -> Result<u64, StoreError> {
+    let r = stream_inner(conn, sql, params, types, &tx, deadline);
+    if let Err(e) = &r {
+        let _ = tx.blocking_send(Err(E::from(e.clone())));
+    }
+    r
+}
+
+fn stream_inner<E: From<StoreError> + Send + 'static>(
+    conn: &Connection,
+    sql: &str,
+    params: &[Value],
+    types: &[ValueType],
+    tx: &mpsc::Sender<Result<Vec<Value>, E>>,
+    deadline: &Arc<Deadline>,
+) -> Result<u64, StoreError> {
+    if tx.is_closed() {
+        return Ok(0);
+    }
+    let mut st = prepare(conn, sql)?;
+    check_types(st.column_count(), types)?;
+    bind(&mut st, params)?;
+    let watch = tx.clone();
+    let d = deadline.clone();
+    conn.progress_handler(PROGRESS_OPS, Some(move || watch.is_closed() || d.expired()))?;
+    let _guard = ProgressGuard(conn, deadline);
+    let mut rows = st.raw_query();
+    let mut sent = 0u64;
+    loop {
+        match rows.next() {
+            Ok(Some(row)) => {
+                let values = decode_row(row, types)?;
+                if tx.blocking_send(Ok(values)).is_err() {
+                    return Ok(sent); // receiver dropped: cancelled
+                }
+                sent += 1;
+            }
+            Ok(None) => return Ok(sent),
+            Err(_) if tx.is_closed() => return Ok(sent), // interrupted by the progress handler
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+pub(super) fn decode_row(row: &rusqlite::Row<'_>, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
+    // A plain loop into an exact-size Vec: collecting `Result`s grows the Vec by doubling
+    // (five reallocations for 60 columns).
+    let mut values = Vec::with_capacity(types.len());
+    for (i, t) in types.iter().enumerate() {
+        let v = row.get_ref(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
+        values.push(decode_value(i, *t, v)?);
+    }
+    Ok(values)
+}
+
+fn decode_value(i: usize, t: ValueType, v: ValueRef<'_>) -> Result<Value, StoreError> {
+    let text =
+        |b: &[u8]| std::str::from_utf8(b).map(str::to_owned).map_err(|_| StoreError::decode(i, "text is not UTF-8"));
+    Ok(match (t, v) {
+        (_, ValueRef::Null) => Value::Null,
+        (ValueType::Int, ValueRef::Integer(n)) => Value::Int(n),
+        (ValueType::Float, ValueRef::Real(f)) => Value::Float(f),
+        // A REAL column (or a float expression) may hand back an INTEGER.
+        (ValueType::Float, ValueRef::Integer(n)) => Value::Float(n as f64),
+        (ValueType::Text, ValueRef::Text(b)) => Value::Text(text(b)?),
+        (ValueType::Bool, ValueRef::Integer(n)) => Value::Bool(n != 0),
+        (ValueType::Timestamp, ValueRef::Text(b)) => {
+            let s = text(b)?;
+            Value::Timestamp(
+                parse_timestamp(&s).ok_or_else(|| StoreError::decode(i, format!("'{s}' is not a timestamp")))?,
+            )
+        }
+        (t, other) => {
+            return Err(StoreError::decode(
+                i,
+                format!("expected {}, found SQLite {}", type_name(t), other.data_type()),
+            ));
+        }
+    })
+}
