@@ -2,13 +2,14 @@
 //! (`dialect`), fixed statements on entry permissions, entry and collection ACLs and user and
 //! group listings (`statements`), the replica catalogue's (`replicas`), sequences
 //! (`sequences`), settings and revoked tokens (`settings`), the DDL of constraints on entries
-//! (`constraints`), and the compiler from resolved query plans to one parameterised statement
+//! (`constraints`), the listings of dump and copy (`dump`), and the compiler from resolved query plans to one parameterised statement
 //! (`compile`). User values are always bound parameters; identifiers are generated (`e<id>`,
 //! `a<id>`), never taken from user text.
 
 pub mod compile;
 pub mod constraints;
 pub mod dialect;
+pub mod dump;
 pub mod replicas;
 pub mod sequences;
 pub mod settings;
