@@ -15,6 +15,7 @@
 pub mod admission;
 pub mod auth;
 pub mod config;
+pub mod copy;
 pub mod health;
 pub mod http;
 pub mod logging;

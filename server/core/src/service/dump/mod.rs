@@ -6,6 +6,7 @@
 //! entries by name, every list by name in byte order), so two dumps of the same catalogue are
 //! byte-identical. It must not know sockets, files or SQL.
 
+pub mod copy;
 pub mod format;
 pub mod restore;
 
