@@ -1,5 +1,6 @@
 //! The dump format, version 1 (docs/dump-format.md): one record per line, fields separated by
-//! TAB, each field escaped (`\\`, `\t`, `\n`, `\r`; a field that is exactly `\N` is NULL), a
+//! TAB, each field escaped (`\\`, `\t`, `\n`, `\r`, `\xHH` for the other control characters; a
+//! field that is exactly `\N` is NULL), so a record holds no control character but its TABs; a
 //! header line naming the format, its version and the dumped path, and a trailer with the
 //! number of records, the number of entries and the SHA-256 of every byte before it. This
 //! module owns the bytes of the format (writing, reading, checking); it must not know the
@@ -33,6 +34,7 @@ pub fn push_field(out: &mut String, v: Option<&str>) {
             '\t' => out.push_str("\\t"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
+            c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
             c => out.push(c),
         }
     }
@@ -59,7 +61,7 @@ fn unescape(f: &str) -> Result<Option<String>> {
     if f == "\\N" {
         return Ok(None);
     }
-    if !f.contains(['\\', '\n', '\r']) {
+    if !f.contains(|c: char| c == '\\' || c < ' ' || c == '\u{7f}') {
         return Ok(Some(f.to_string()));
     }
     let mut out = String::with_capacity(f.len());
@@ -71,10 +73,19 @@ fn unescape(f: &str) -> Result<Option<String>> {
                 Some('t') => out.push('\t'),
                 Some('n') => out.push('\n'),
                 Some('r') => out.push('\r'),
+                Some('x') => {
+                    let hex: String = it.by_ref().take(2).collect();
+                    let b = u8::from_str_radix(&hex, 16)
+                        .ok()
+                        .filter(|b| hex.len() == 2 && (*b < 0x20 || *b == 0x7f))
+                        .filter(|b| *b < 0x20 || *b == 0x7f)
+                        .ok_or_else(|| damaged(format!("bad escape \\x{hex}")))?;
+                    out.push(b as char);
+                }
                 Some(o) => return Err(damaged(format!("unknown escape \\{o}"))),
                 None => return Err(damaged("a field ends in a lone backslash")),
             },
-            '\n' | '\r' => return Err(damaged("a raw line break inside a record")),
+            c if c < ' ' || c == '\u{7f}' => return Err(damaged("a raw control character inside a record")),
             c => out.push(c),
         }
     }
@@ -173,9 +184,10 @@ mod tests {
 
     #[test]
     fn fields_round_trip_every_special_character() {
-        let values = [Some("a\tb\nc\\d\re"), Some(""), None, Some("\\N"), Some("ü€𝄞"), Some("\\")];
+        let values = [Some("a\tb\nc\\d\re\u{18}\u{7f}\u{1}"), Some(""), None, Some("\\N"), Some("ü€𝄞"), Some("\\")];
         let line = record(values);
-        assert!(!line.contains('\n'));
+        assert!(!line.chars().any(|c| c != '\t' && (c < ' ' || c == '\u{7f}')));
+        assert!(line.contains("\\x18"));
         assert_eq!(line.split('\t').count(), values.len());
         let back = fields(&line).unwrap();
         assert_eq!(back, values.iter().map(|v| v.map(str::to_string)).collect::<Vec<_>>());
@@ -185,6 +197,9 @@ mod tests {
     fn bad_escapes_and_versions_are_refused() {
         assert!(fields("a\\x").is_err());
         assert!(fields("a\\").is_err());
+        assert!(fields("a\\x41").is_err());
+        assert!(fields("a\\x1").is_err());
+        assert!(fields("a\u{1}").is_err());
         assert_eq!(parse_header(&header("/x")).unwrap(), "/x");
         assert!(parse_header("ARDACAT-DUMP\t2\t/").unwrap_err().to_string().contains("version 2"));
         assert!(parse_header("hello").is_err());
