@@ -22,9 +22,16 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if ardacat_server::copy::is_copy(&args) {
         let copy = ardacat_server::copy::CopyArgs::parse_from(&args[1..]);
-        let done = ardacat_server::copy::run(&copy).await?;
-        println!("copied {} records ({} entries)", done.records, done.entries);
-        return Ok(());
+        match ardacat_server::copy::run(&copy).await {
+            Ok(done) => {
+                println!("copied {} records ({} entries)", done.records, done.entries);
+                return Ok(());
+            }
+            Err(e) => {
+                eprintln!("ardacat-server copy: {e}; nothing was copied");
+                std::process::exit(1);
+            }
+        }
     }
     let flags = Flags::parse();
     if let Some(path) = &flags.check_config {

@@ -1,7 +1,7 @@
 //! The offline copy of a whole catalogue from one store to another (`ardacat-server copy`):
-//! the settings (the token signing key among them) row for row, then everything else as a
-//! root dump of `/` streamed straight into a restore on the target — the same records, the
-//! same rules and the same single transaction as `dump` and `restore`. A target that holds
+//! a root dump of `/` streamed straight into a restore on the target — the same records, the
+//! same rules and the same single transaction as `dump` and `restore` — with the settings (the
+//! token signing key among them) copied row for row inside that transaction. A target that holds
 //! anything (a collection, an attribute or entry of `/`, a user, a group, a site) is refused
 //! before anything is written. It must not know URLs, files or SQL.
 
@@ -46,25 +46,13 @@ async fn not_empty<C: StoreConn>(c: &mut C) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// Copies everything of `from` into the empty `to` (both migrated). All or nothing on the
-/// target: the settings and the restore commit separately, so a failed restore leaves the
-/// target with the source's settings only, which a new attempt overwrites.
+/// Copies everything of `from` into the empty `to` (both migrated), all or nothing: on any
+/// failure the target is as a fresh start leaves it (its own new token key).
 pub async fn copy_catalogue<S: Store, T: Store>(from: S, to: T, config: ServiceConfig) -> Result<DumpSummary> {
     let mut target = to.acquire().await?;
     if let Some(why) = not_empty(&mut target).await? {
-        return Err(Error::NotEmpty(format!("the target catalogue is not empty: {why}")));
+        return Err(Error::IllegalCommand(format!("the target database is not empty ({why})")));
     }
-    let settings = from.acquire().await?.settings().await?;
-    target.begin_unit().await?;
-    let mut r = Ok(());
-    for (k, v) in &settings {
-        r = target.put_setting(k, v).await;
-        if r.is_err() {
-            break;
-        }
-    }
-    target.end_unit(r.is_ok()).await?;
-    r?;
     drop(target);
     let src = Catalogue::new(from, config.clone()).await?;
     let dst = Catalogue::new(to, config).await?;
@@ -77,6 +65,23 @@ pub async fn copy_catalogue<S: Store, T: Store>(from: S, to: T, config: ServiceC
     };
     let consumer = async {
         let mut restore = dst.restore_start(&mut s_dst, None).await;
+        // The settings in the restore's transaction: replaced all together with the rest, or not.
+        let settings = async { src.store().acquire().await?.settings().await };
+        let put = match settings.await {
+            Ok(all) => {
+                dst.write(&mut s_dst, async |c| {
+                    for (k, v) in &all {
+                        c.put_setting(k, v).await?;
+                    }
+                    Ok(())
+                })
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = put {
+            restore.fail(e);
+        }
         while let Some(line) = rx.recv().await {
             dst.restore_put(&mut s_dst, &mut restore, &line).await;
         }
