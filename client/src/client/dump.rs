@@ -54,12 +54,13 @@ impl Client {
                 }
             };
             seen(&line);
-            bytes += line.len();
-            batch.push(line);
-            if bytes >= PUT_BYTES || batch.len() > PUT_RECORDS {
+            // A long record (up to the server's line limit) goes in a command of its own.
+            if batch.len() > 1 && (bytes + line.len() > PUT_BYTES || batch.len() > PUT_RECORDS) {
                 self.put_batch(&mut batch).await?;
                 bytes = 0;
             }
+            bytes += line.len();
+            batch.push(line);
         }
         if batch.len() > 1 {
             self.put_batch(&mut batch).await?;

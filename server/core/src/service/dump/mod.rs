@@ -101,9 +101,12 @@ impl<S: Store> Catalogue<S> {
                 stack.extend(kids);
                 done.push(c);
             }
-            // Constraints last: a reference needs the entries it refers to.
-            for c in &done {
-                dump_constraints(conn, c, &mut w).await?;
+            // Constraints last: a reference needs the entries it refers to and the unique
+            // constraint it relies on, so references come after every other kind.
+            for references in [false, true] {
+                for c in &done {
+                    dump_constraints(conn, c, references, &mut w).await?;
+                }
             }
             let trailer = w.tally.trailer();
             let summary = DumpSummary { records: w.tally.records, entries: w.tally.entries };
@@ -248,13 +251,15 @@ async fn dump_principals<C: StoreConn, K: RowSink>(conn: &mut C, w: &mut Writer<
     Ok(())
 }
 
-/// The `K` records of a collection, by name.
+/// The `K` records of a collection, by name: its references, or its other constraints.
 async fn dump_constraints<C: StoreConn, K: RowSink>(
     conn: &mut C,
     c: &CollectionInfo,
+    references: bool,
     w: &mut Writer<'_, K>,
 ) -> Result<()> {
     let mut ks = conn.constraints(c.id).await?;
+    ks.retain(|k| matches!(k.rule, ConstraintRule::Reference { .. }) == references);
     if ks.is_empty() {
         return Ok(());
     }
