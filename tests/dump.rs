@@ -145,9 +145,14 @@ async fn non_root_dumps_what_it_may_read(backend: Backend) {
     }
     let all = dump_file(&srv, tmp.path(), "root", fixture::NEW_ROOT_PASSWORD, "/", "root.dump").await;
     assert!(text(&all).contains("\nE\t/data\te4\t") && text(&all).contains("/private"));
-    let (code, _, err) =
-        cli::cli_as(tmp.path(), srv.tcp, "alice", fixture::ALICE_PASSWORD, &["restore", "-i", "alice.dump", "--into", "/x"])
-            .await;
+    let (code, _, err) = cli::cli_as(
+        tmp.path(),
+        srv.tcp,
+        "alice",
+        fixture::ALICE_PASSWORD,
+        &["restore", "-i", "alice.dump", "--into", "/x"],
+    )
+    .await;
     assert_ne!(code, 0);
     assert!(err.contains("only root may restore"), "{err}");
     let (code, _, err) =

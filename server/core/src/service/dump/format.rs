@@ -143,12 +143,7 @@ impl Tally {
 
     /// The trailer line for what was added.
     pub fn trailer(&self) -> String {
-        record([
-            Some(TRAILER),
-            Some(&self.records.to_string()),
-            Some(&self.entries.to_string()),
-            Some(&self.digest()),
-        ])
+        record([Some(TRAILER), Some(&self.records.to_string()), Some(&self.entries.to_string()), Some(&self.digest())])
     }
 
     /// Checks a trailer line against what was added.

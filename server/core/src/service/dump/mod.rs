@@ -18,9 +18,7 @@ use crate::path;
 use crate::perm::{AclEntry, Mode, Principal, READ};
 use crate::query::ast::{Expr, OrderItem};
 use crate::query::{Column, Term};
-use crate::store::{
-    AttrDef, CollectionInfo, ConstraintRule, EntryAccess, IndexColumn, SelectPlan, Store, StoreConn,
-};
+use crate::store::{AttrDef, CollectionInfo, ConstraintRule, EntryAccess, IndexColumn, SelectPlan, Store, StoreConn};
 use crate::types::{Value, ValueType};
 
 use format::{Tally, header, record};

@@ -146,7 +146,9 @@ impl<S: Store> Catalogue<S> {
                 return Err(Error::PermissionDenied("only root may restore a dump".into()));
             }
             if s.in_transaction() {
-                return Err(Error::Transaction("restore runs in a transaction of its own; commit or abort first".into()));
+                return Err(Error::Transaction(
+                    "restore runs in a transaction of its own; commit or abort first".into(),
+                ));
             }
             let into = into.map(|p| path::absolute(&s.cwd, &p)).transpose()?;
             self.begin(s).await?;
@@ -224,8 +226,11 @@ impl<S: Store> Catalogue<S> {
             "G" => {
                 width(&f, 3)?;
                 let (name, owner) = (need(&f, 1)?, need(&f, 2)?);
-                self.write(s, async |c| if c.group_exists(name).await? { Ok(()) } else { c.create_group(name, owner).await })
-                    .await?;
+                self.write(
+                    s,
+                    async |c| if c.group_exists(name).await? { Ok(()) } else { c.create_group(name, owner).await },
+                )
+                .await?;
                 self.auth_changed(s);
             }
             "GM" => {
@@ -305,10 +310,8 @@ impl<S: Store> Catalogue<S> {
                 self.write(s, async |c| {
                     let coll = Self::must_collection(c, &t).await?;
                     let meta = c.entry_meta(coll.id, &path::glob_to_like(entry), false).await?;
-                    let e = meta
-                        .iter()
-                        .find(|m| m.name == entry)
-                        .ok_or_else(|| Error::NotFound(path::join(&t, entry)))?;
+                    let e =
+                        meta.iter().find(|m| m.name == entry).ok_or_else(|| Error::NotFound(path::join(&t, entry)))?;
                     c.set_entry_acl(coll.id, e.id, &acl).await
                 })
                 .await?;
@@ -324,7 +327,10 @@ impl<S: Store> Catalogue<S> {
                         width(&f, 7)?;
                         let rp = need(&f, 5)?;
                         let rp = r.map(rp).unwrap_or_else(|| rp.to_string());
-                        NewConstraint::Reference { attr: need(&f, 4)?.to_string(), referred: format!("{rp}:{}", need(&f, 6)?) }
+                        NewConstraint::Reference {
+                            attr: need(&f, 4)?.to_string(),
+                            referred: format!("{rp}:{}", need(&f, 6)?),
+                        }
                     }
                     k => return Err(damaged(format!("unknown constraint kind '{k}'"))),
                 };
@@ -387,7 +393,11 @@ impl<S: Store> Catalogue<S> {
         }
         let Some((_, attrs)) = r.current.as_ref() else { return Err(Error::Internal("no collection".into())) };
         if f.len() != 6 + attrs.len() {
-            return Err(damaged(format!("an entry of {t} has {} values for {} attributes", f.len() as i64 - 6, attrs.len())));
+            return Err(damaged(format!(
+                "an entry of {t} has {} values for {} attributes",
+                f.len() as i64 - 6,
+                attrs.len()
+            )));
         }
         let name = need(&f, 2)?.to_string();
         check_entry_name(&name)?;
