@@ -90,7 +90,7 @@ fn at_line(e: Error, n: u64) -> Error {
     }
 }
 
-fn need<'a>(f: &'a [Option<String>], i: usize) -> Result<&'a str> {
+fn need(f: &[Option<String>], i: usize) -> Result<&str> {
     match f.get(i) {
         Some(Some(v)) => Ok(v),
         Some(None) => Err(damaged(format!("field {} of a {} record may not be NULL", i + 1, kind(f)))),
