@@ -67,6 +67,9 @@ async fn round_trip_to_the_other_backend(backend: Backend) {
         "\nG\tteam\troot\n",
         "\nGM\tteam\tbob\n",
         "\nSITE\tcern\tmd.cern.ch:8822\n",
+        "\nSITE\tral\t\n",
+        "\nRF\tguid-1\troot\n",
+        "\nR\tguid-1\tral\n",
         "\nA\t/data\ti\tint\t1\n",
         "\nX\t/data\tix\ti\tFILE\n",
         "\nL\t/data\tg\tteam\trwx\n",
@@ -137,7 +140,9 @@ async fn non_root_dumps_what_it_may_read(backend: Backend) {
     let tmp = tempfile::tempdir().unwrap();
     let mine = dump_file(&srv, tmp.path(), "alice", fixture::ALICE_PASSWORD, "/", "alice.dump").await;
     let t = text(&mine);
-    for absent in ["$argon2", "\nU\t", "\nUS\t", "\nG\t", "\nGM\t", "\nSITE\t", "/private", "\nE\t/data\te4\t"] {
+    for absent in
+        ["$argon2", "\nU\t", "\nUS\t", "\nG\t", "\nGM\t", "\nSITE\t", "\nRF\t", "\nR\t", "/private", "\nE\t/data\te4\t"]
+    {
         assert!(!t.contains(absent), "alice's dump holds {absent:?}");
     }
     for present in ["\nC\t/data\t", "\nE\t/data\te1\t", "\nE\t/data/sub/deeper\td1\t", "\nEL\t/data\te1\t"] {

@@ -46,6 +46,8 @@ pub async fn build(addr: SocketAddr, root_password: &str) {
         vec!["grp_adduser", "team", "alice"],
         vec!["grp_adduser", "team", "bob"],
         vec!["site_add", "cern", "md.cern.ch:8822"],
+        vec!["site_add", "ral", ""],
+        vec!["replica_register", "-c", "guid-1", "cern", "guid-1", "ral"],
         vec!["createdir", "/refs"],
         vec!["addattr", "/refs", "code", "varchar(10)"],
         vec!["addentry", "/refs/r1", "code", "A"],

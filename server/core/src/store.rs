@@ -487,6 +487,10 @@ pub trait StoreConn: Send + 'static {
     fn entry_acls(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<(String, AclEntry)>>> + Send;
     /// Every group with its owner, by name (byte order).
     fn groups_with_owners(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+    /// Every replica file `(guid, owner)`, by guid (byte order).
+    fn all_replica_files(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+    /// Every replica `(guid, site name)`, by guid, then site name (byte order).
+    fn all_replicas(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
     /// Every setting `(key, value)`, by key (byte order).
     fn settings(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
     /// *Write.* Sets a setting, replacing any value it had (the offline `copy`).

@@ -1,5 +1,6 @@
 //! What dump and copy read and write beyond the other concerns: sequences with their next
-//! value, a collection's entry ACL rows by entry name, groups with owners, settings. Lists
+//! value, a collection's entry ACL rows by entry name, groups with owners, settings, the
+//! replica catalogue. Lists
 //! rows only; must not decide who may read them (the core does); SQL text comes from
 //! `sql::dump`.
 
@@ -35,6 +36,22 @@ impl SqlConn {
         let mut out: Vec<(String, String)> = rows.iter().map(|r| (text_of(&r[0]), text_of(&r[1]))).collect();
         out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         Ok(out)
+    }
+
+    /// Two text columns per row, sorted by both in byte order.
+    async fn text_pairs(&mut self, c: &crate::sql::Compiled) -> Result<Vec<(String, String)>> {
+        let rows = self.rows_compiled(c).await?;
+        let mut out: Vec<(String, String)> = rows.iter().map(|r| (text_of(&r[0]), text_of(&r[1]))).collect();
+        out.sort_by(|a, b| (a.0.as_bytes(), a.1.as_bytes()).cmp(&(b.0.as_bytes(), b.1.as_bytes())));
+        Ok(out)
+    }
+
+    pub(super) async fn all_replica_files(&mut self) -> Result<Vec<(String, String)>> {
+        self.text_pairs(&dump_sql::select_replica_files()).await
+    }
+
+    pub(super) async fn all_replicas(&mut self) -> Result<Vec<(String, String)>> {
+        self.text_pairs(&dump_sql::select_replicas()).await
     }
 
     pub(super) async fn settings(&mut self) -> Result<Vec<(String, String)>> {

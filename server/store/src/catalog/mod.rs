@@ -626,6 +626,14 @@ impl StoreConn for SqlConn {
         SqlConn::settings(self).await
     }
 
+    async fn all_replica_files(&mut self) -> Result<Vec<(String, String)>> {
+        SqlConn::all_replica_files(self).await
+    }
+
+    async fn all_replicas(&mut self) -> Result<Vec<(String, String)>> {
+        SqlConn::all_replicas(self).await
+    }
+
     async fn put_setting(&mut self, key: &str, value: &str) -> Result<()> {
         SqlConn::put_setting(self, key, value).await
     }

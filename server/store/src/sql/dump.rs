@@ -1,6 +1,6 @@
 //! Fixed statements that dump and copy need beyond the catalogue's own: every sequence of a
 //! collection with its next value, every entry ACL row of a collection with its entry's name,
-//! every group with its owner, and every setting. It builds SQL only; what a caller may read
+//! every group with its owner, every setting, and the whole replica catalogue. It builds SQL only; what a caller may read
 //! is the catalogue's decision. Every value is a bound parameter; table names come from ids.
 
 use ardacat_core::types::ValueType;
@@ -58,4 +58,22 @@ pub fn upsert_setting(d: Dialect, key: &str, value: &str) -> Compiled {
         p.text(value)
     );
     p.done(sql, Vec::new())
+}
+
+/// Columns: guid, owner.
+pub fn select_replica_files() -> Compiled {
+    Compiled {
+        sql: "SELECT guid, owner FROM replica_files".into(),
+        params: Vec::new(),
+        types: vec![ValueType::Text, ValueType::Text],
+    }
+}
+
+/// Columns: guid, the site's name.
+pub fn select_replicas() -> Compiled {
+    Compiled {
+        sql: "SELECT r.guid, s.name FROM replicas r JOIN sites s ON s.id = r.site_id".into(),
+        params: Vec::new(),
+        types: vec![ValueType::Text, ValueType::Text],
+    }
 }

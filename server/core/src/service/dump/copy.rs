@@ -2,7 +2,7 @@
 //! a root dump of `/` streamed straight into a restore on the target — the same records, the
 //! same rules and the same single transaction as `dump` and `restore` — with the settings (the
 //! token signing key among them) copied row for row inside that transaction. A target that holds
-//! anything (a collection, an attribute or entry of `/`, a user, a group, a site) is refused
+//! anything (a collection, an attribute or entry of `/`, a user, a group, a site, a replica) is refused
 //! before anything is written. It must not know URLs, files or SQL.
 
 use tokio::sync::mpsc;
@@ -40,8 +40,8 @@ async fn not_empty<C: StoreConn>(c: &mut C) -> Result<Option<String>> {
     if !c.group_names().await?.is_empty() {
         return Ok(Some("it has groups".into()));
     }
-    if !c.sites().await?.is_empty() {
-        return Ok(Some("it has sites".into()));
+    if !c.sites().await?.is_empty() || !c.all_replica_files().await?.is_empty() {
+        return Ok(Some("it has sites or replicas".into()));
     }
     Ok(None)
 }

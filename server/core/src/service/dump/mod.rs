@@ -2,7 +2,7 @@
 //! restore ([`restore`]). The rules are here, once, for every way in (the TCP `dump` command,
 //! the CLI through it, the offline `copy`): what a caller may read (collections it can read,
 //! and in them the entries it can read; users, password hashes, subjects, groups and sites only
-//! for root dumping `/`), and a stable order everywhere (collections depth first by name,
+//! and replicas only for root dumping `/`), and a stable order everywhere (collections depth first by name,
 //! entries by name, every list by name in byte order), so two dumps of the same catalogue are
 //! byte-identical. It must not know sockets, files or SQL.
 
@@ -220,7 +220,8 @@ impl<S: Store> Catalogue<S> {
     }
 }
 
-/// Users (with password hashes and subjects), groups (with owners and members) and sites.
+/// Users (with password hashes and subjects), groups (with owners and members), sites and the
+/// replica catalogue.
 async fn dump_principals<C: StoreConn, K: RowSink>(conn: &mut C, w: &mut Writer<'_, K>) -> Result<()> {
     let mut users = conn.user_names().await?;
     users.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
@@ -245,6 +246,12 @@ async fn dump_principals<C: StoreConn, K: RowSink>(conn: &mut C, w: &mut Writer<
     sites.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     for site in &sites {
         w.rec(&["SITE", &site.name, &site.server]).await?;
+    }
+    for (guid, owner) in conn.all_replica_files().await? {
+        w.rec(&["RF", &guid, &owner]).await?;
+    }
+    for (guid, site) in conn.all_replicas().await? {
+        w.rec(&["R", &guid, &site]).await?;
     }
     Ok(())
 }

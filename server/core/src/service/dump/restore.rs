@@ -256,6 +256,32 @@ impl<S: Store> Catalogue<S> {
                 })
                 .await?;
             }
+            "RF" => {
+                width(&f, 3)?;
+                let (guid, owner) = (need(&f, 1)?, need(&f, 2)?);
+                self.write(s, async |c| {
+                    if c.replica_owner(guid, false).await?.is_none() {
+                        c.add_replica_file(guid, owner).await?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
+            "R" => {
+                width(&f, 3)?;
+                let (guid, site) = (need(&f, 1)?, need(&f, 2)?);
+                self.write(s, async |c| {
+                    let id = c.site_by_name(site).await?.ok_or_else(|| Error::NotFound(format!("site {site}")))?.id;
+                    if c.replica_owner(guid, false).await?.is_none() {
+                        return Err(Error::NotFound(format!("replica file {guid}")));
+                    }
+                    if !c.replica_sites(guid).await?.contains(&id) {
+                        c.add_replica(guid, id).await?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
             "C" => self.restore_collection(s, r, &f).await?,
             "A" => {
                 width(&f, 5)?;
