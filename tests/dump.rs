@@ -33,6 +33,8 @@ async fn wire_dump(srv: &TestServer, password: &str, dir: &str) -> Vec<u8> {
 async fn dump_file(srv: &TestServer, dir: &Path, login: &str, password: &str, path: &str, file: &str) -> Vec<u8> {
     let (code, _, err) = cli::cli_as(dir, srv.tcp, login, password, &["dump", path, "-o", file]).await;
     assert_eq!(code, 0, "dump {path} -o {file}: {err}");
+    // No progress display and no summary when standard error is not a terminal.
+    assert_eq!(err, "", "dump wrote to a pipe");
     std::fs::read(dir.join(file)).expect("read dump")
 }
 
@@ -88,6 +90,7 @@ async fn round_trip_to_the_other_backend(backend: Backend) {
     let dst = TestServer::start(other(backend)).await;
     let (code, err) = restore(&dst, tmp.path(), ROOT_PASSWORD, &["-i", "one.dump"]).await;
     assert_eq!(code, 0, "restore: {err}");
+    assert_eq!(err, "", "restore wrote to a pipe");
     // Root's password is the dump's now, and so are the other users'.
     let back = dump_file(&dst, tmp.path(), "root", pw, "/", "back.dump").await;
     assert!(back == first, "the dump restored on the other backend dumps differently");
