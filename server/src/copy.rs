@@ -12,7 +12,11 @@ use crate::StartError;
 
 /// The arguments of `ardacat-server copy`.
 #[derive(Debug, clap::Parser)]
-#[command(name = "ardacat-server copy", about = "Copy a whole catalogue into an empty database (offline)")]
+#[command(
+    name = "ardacat-server copy",
+    bin_name = "ardacat-server copy",
+    about = "Copy a whole catalogue into an empty database (offline)"
+)]
 pub struct CopyArgs {
     /// Database URL to copy from (sqlite:PATH or postgres://…); no server may be writing to it.
     #[arg(long)]
