@@ -30,10 +30,10 @@ start() {
     for _ in $(seq 100); do grep -q listening "$work/server-$port.log" && return; sleep 0.2; done
     echo "server on $1 did not start" >&2; cat "$work/server-$port.log" >&2; exit 1
 }
-db_url() { # backend tag → a fresh database URL
-    if [[ $1 == sqlite ]]; then echo "sqlite:$work/$2.db"; else
+db_url() { # backend tag → sets $url to a fresh database (not in a subshell: cleanup needs $dbs)
+    if [[ $1 == sqlite ]]; then url="sqlite:$work/$2.db"; else
         local name="ardacat_bench_$2_$$"; psql "$pg/postgres" -qc "CREATE DATABASE $name" >/dev/null
-        dbs+=("$name"); echo "$pg/$name"; fi
+        dbs+=("$name"); url="$pg/$name"; fi
 }
 now() { date +%s.%N; }
 rate() { echo "scale=0; $n / ($2 - $1)" | bc; }
@@ -50,13 +50,13 @@ awk -v n="$n" -v a="$attrs" -v h="$header" 'BEGIN { print h; for (r = 0; r < n; 
     line = line "," v } print line } }' >"$work/load.csv"
 
 for backend in sqlite postgres; do
-    start "$(db_url $backend up)"; p1=$port
+    db_url $backend up; start "$url"; p1=$port
     setup=(-c "createdir /bench")
     for t in "${types[@]}"; do setup+=(-c "addattr /bench $t"); done
     cli $p1 "${setup[@]}" >/dev/null
     t0=$(now); cli $p1 import --dir /bench --file "$work/load.csv" --batch 100000 2>/dev/null; t1=$(now)
     cli $p1 dump / -o "$work/$backend.dump.zst"; t2=$(now)
-    start "$(db_url $backend restored)"; p2=$port
+    db_url $backend restored; start "$url"; p2=$port
     t3=$(now); cli $p2 restore -i "$work/$backend.dump.zst"; t4=$(now)
     cli $p2 dump / -o "$work/$backend.again.zst"
     cmp -s <(zstd -dc "$work/$backend.dump.zst") <(zstd -dc "$work/$backend.again.zst") \
