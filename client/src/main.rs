@@ -1,6 +1,6 @@
 //! The `ardacat` command-line client: argument parsing, connection settings (mdclient.config plus
-//! flags), and dispatch to one-shot, line-input, interactive, import/export and bench modes. The
-//! protocol lives in the library; this file must not speak wire bytes itself.
+//! flags), and dispatch to one-shot, line-input, interactive, import/export, dump/restore and
+//! bench modes. The protocol lives in the library; this file must not speak wire bytes itself.
 
 // The load generator shares the machine with the server it measures: allocation cost spent
 // here is CPU the server does not get.
@@ -121,6 +121,24 @@ enum Sub {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Dump a subtree (default /) in the versioned dump format (docs/dump-format.md).
+    Dump {
+        /// The collection to dump.
+        #[arg(default_value = "/")]
+        path: String,
+        /// Output file (default standard output); compressed when it ends in .gz or .zst.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Restore a dump, all or nothing (one server transaction; root only).
+    Restore {
+        /// Input file (default standard input); gzip and zstd are recognised.
+        #[arg(short = 'i', long = "in", value_name = "FILE")]
+        input: Option<PathBuf>,
+        /// Restore the dumped subtree here instead of where it came from.
+        #[arg(long, value_name = "PATH")]
+        into: Option<String>,
+    },
     /// Load generator: N persistent connections for a fixed time; reports ops/s and latency.
     Bench {
         /// ping | get | add | bulkget | query | setattr | addbulk | update
@@ -220,6 +238,14 @@ fn main() -> ExitCode {
         Some(Sub::Export { selects, condition, out }) => runtime.block_on(async {
             let mut client = connect_or_report(config).await?;
             report(cli::transfer::export(&mut client, &selects, &condition, out.as_deref()).await)
+        }),
+        Some(Sub::Dump { path, out }) => runtime.block_on(async {
+            let mut client = connect_or_report(config).await?;
+            report(cli::dump::dump(&mut client, &path, out.as_deref()).await)
+        }),
+        Some(Sub::Restore { input, into }) => runtime.block_on(async {
+            let mut client = connect_or_report(config).await?;
+            report(cli::dump::restore(&mut client, input.as_deref(), into.as_deref()).await)
         }),
         None => {
             let format = cli.format;

@@ -182,7 +182,13 @@ impl Default for Config {
 
 /// Command-line flags; each also reads an environment variable.
 #[derive(Debug, Parser)]
-#[command(name = "ardacat-server", version, about = "ardacat metadata catalogue server (AMGA-compatible)")]
+#[command(
+    name = "ardacat-server",
+    version,
+    about = "ardacat metadata catalogue server (AMGA-compatible)",
+    after_help = "Subcommand: `ardacat-server copy --from URL --to URL` copies a whole catalogue into an empty \
+                  database and exits (see `ardacat-server copy --help`)."
+)]
 pub struct Flags {
     /// Database URL: sqlite:PATH (default sqlite:ardacat.db), sqlite::memory: or postgres://…
     #[arg(long, env = "ARDACAT_DATABASE")]

@@ -18,6 +18,7 @@
 pub mod admission;
 pub mod auth;
 pub mod config;
+pub mod copy;
 pub mod health;
 pub mod http;
 pub mod logging;

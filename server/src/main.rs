@@ -1,6 +1,7 @@
 //! `ardacat-server`: parse flags, open the catalogue, serve until SIGINT/SIGTERM; SIGHUP
 //! reloads certificates and the grid-mapfile (`ardacat_server::reload`). With
-//! `--check-config FILE` it checks a config file and exits.
+//! `--check-config FILE` it checks a config file and exits; `ardacat-server copy --from URL --to
+//! URL` copies a catalogue into an empty database and exits (`ardacat_server::copy`).
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
@@ -18,6 +19,20 @@ async fn main() -> anyhow::Result<()> {
     // SIGHUP means reload (`reload::on_sighup`), never terminate: take it over before anything
     // else, so one that arrives during start-up is ignored rather than fatal.
     let _hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    let args: Vec<String> = std::env::args().collect();
+    if ardacat_server::copy::is_copy(&args) {
+        let copy = ardacat_server::copy::CopyArgs::parse_from(&args[1..]);
+        match ardacat_server::copy::run(&copy).await {
+            Ok(done) => {
+                println!("copied {} records ({} entries)", done.records, done.entries);
+                return Ok(());
+            }
+            Err(e) => {
+                eprintln!("ardacat-server copy: {e}; nothing was copied");
+                std::process::exit(1);
+            }
+        }
+    }
     let flags = Flags::parse();
     if let Some(path) = &flags.check_config {
         match ardacat_server::preflight::check_file(path) {

@@ -14,6 +14,7 @@
 
 mod commands;
 mod config;
+mod dump;
 mod exchange;
 mod handshake;
 mod reply;
@@ -26,6 +27,7 @@ use ardacat_proto::{Greeting, join_args, join_escaped_args, needs_escape, unesca
 use tokio::io::AsyncWriteExt;
 
 pub use config::{ClientConfig, DEFAULT_PORT, TlsClientConfig};
+pub use dump::Restored;
 pub use reply::RowStream;
 
 use crate::error::{ClientError, Result};

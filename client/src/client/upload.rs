@@ -52,7 +52,7 @@ impl Client {
     }
 
     /// Queues one line without flushing (the codec flushes when its buffer fills).
-    async fn feed(&mut self, line: String) -> Result<()> {
+    pub(super) async fn feed(&mut self, line: String) -> Result<()> {
         match self.framed.feed(ClientPiece::Command(Cow::Owned(line))).await {
             Ok(()) => Ok(()),
             Err(e) => Err(self.mark_lost(e.into())),

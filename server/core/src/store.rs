@@ -234,6 +234,14 @@ pub struct SiteRecord {
     pub server: String,
 }
 
+/// One sequence of a collection: the value `sequence_next` hands out next, and its step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceRecord {
+    pub name: String,
+    pub increment: i64,
+    pub next: i64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserRecord {
     pub name: String,
@@ -469,4 +477,22 @@ pub trait StoreConn: Send + 'static {
     fn setting(&mut self, key: &str) -> impl Future<Output = Result<Option<String>>> + Send;
     /// Sets a setting only if it is not set yet; returns the value that is stored afterwards.
     fn init_setting(&mut self, key: &str, value: &str) -> impl Future<Output = Result<String>> + Send;
+
+    // ---- dump and copy (service/dump.rs) ----
+
+    /// The sequences of a collection, by name (byte order).
+    fn sequences(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<SequenceRecord>>> + Send;
+    /// Every entry ACL row of a collection with its entry's name, by name, then users before
+    /// groups, then principal (byte order).
+    fn entry_acls(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<(String, AclEntry)>>> + Send;
+    /// Every group with its owner, by name (byte order).
+    fn groups_with_owners(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+    /// Every replica file `(guid, owner)`, by guid (byte order).
+    fn all_replica_files(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+    /// Every replica `(guid, site name)`, by guid, then site name (byte order).
+    fn all_replicas(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+    /// Every setting `(key, value)`, by key (byte order).
+    fn settings(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+    /// *Write.* Sets a setting, replacing any value it had (the offline `copy`).
+    fn put_setting(&mut self, key: &str, value: &str) -> impl Future<Output = Result<()>> + Send;
 }

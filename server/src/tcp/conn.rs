@@ -265,6 +265,14 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
         u.fail(Error::IllegalCommand("only put, commit or abort inside an upload".into()));
         return Ok(Outcome::Silent);
     }
+    // Inside a restore only its own commands; another one spoils it.
+    if !command::in_restore(cmd.spec.name)
+        && let Some(r) = st.restore.as_mut()
+    {
+        let e = Error::IllegalCommand("only restore_put, restore_end or restore_abort inside a restore".into());
+        r.fail(e.clone());
+        return Err(e);
+    }
     let catalogue = tracing::debug_span!("catalogue", op = cmd.spec.name);
     command::run(cmd.cmd, Ctx { shared, st, reply }).instrument(catalogue).await
 }
@@ -280,6 +288,11 @@ async fn run_sql<W: AsyncWrite + Unpin + Send>(
     if let Some(u) = st.upload.as_mut() {
         u.fail(Error::IllegalCommand("only put, commit or abort inside an upload".into()));
         return Ok(Outcome::Silent);
+    }
+    if let Some(r) = st.restore.as_mut() {
+        let e = Error::IllegalCommand("only restore_put, restore_end or restore_abort inside a restore".into());
+        r.fail(e.clone());
+        return Err(e);
     }
     shared.catalogue.refresh_if_changed(&mut st.session).await?;
     if !first_word(line).eq_ignore_ascii_case("select") {

@@ -211,6 +211,7 @@ where
                         escape: saved.escape || opts.escape,
                         session_id: Some(id),
                         upload: None,
+                        restore: None,
                         peer,
                     },
                     None,
@@ -222,6 +223,7 @@ where
                     escape: opts.escape,
                     session_id: None,
                     upload: None,
+                    restore: None,
                     peer,
                 },
                 Some(Error::PermissionDenied(format!("session {id} is unknown or expired; log in again"))),
@@ -243,7 +245,7 @@ where
         }
     };
     let session_id = issue_session.then(|| shared.sessions.new_id());
-    let base = |session| ConnState { session, escape: opts.escape, session_id, upload: None, peer };
+    let base = |session| ConnState { session, escape: opts.escape, session_id, upload: None, restore: None, peer };
     // An empty login name, or a certificate and no password: log in by certificate.
     let by_certificate = ctx.login.is_empty() || (ctx.password.is_none() && subject.is_some());
     let credentials = if by_certificate {

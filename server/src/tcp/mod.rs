@@ -35,6 +35,8 @@ pub struct ConnState {
     pub session_id: Option<u64>,
     /// The bulk load `upload` opened, until `commit` or `abort`.
     pub upload: Option<ardacat_core::service::composite::BulkLoad>,
+    /// The restore `restore` opened, until `restore_end` or `restore_abort`.
+    pub restore: Option<ardacat_core::service::dump::restore::Restore>,
     pub peer: SocketAddr,
 }
 
@@ -44,7 +46,7 @@ impl ConnState {
     /// lives only as long as this connection; so while one is open no token is sent and the
     /// client keeps the connection.
     fn token(&self) -> Option<u64> {
-        self.session_id.filter(|_| !self.session.in_transaction() && self.upload.is_none())
+        self.session_id.filter(|_| !self.session.in_transaction() && self.upload.is_none() && self.restore.is_none())
     }
 }
 

@@ -4,12 +4,14 @@
 //!
 //! Operations live in `namespace` (collections, attributes), `indexes` (composite indexes),
 //! `constraints` (constraints on entries), `entries` (entries, queries, bulk load), `admin` (users,
-//! groups, ACLs, sequences), `replicas` (sites and replicas) and `cursor` (resumable positions).
+//! groups, ACLs, sequences), `replicas` (sites and replicas), `cursor` (resumable positions) and
+//! `dump` (dump and restore in the versioned line format).
 
 mod admin;
 pub mod composite;
 mod constraints;
 pub mod cursor;
+pub mod dump;
 mod entries;
 mod indexes;
 mod namespace;

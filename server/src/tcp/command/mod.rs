@@ -10,6 +10,7 @@
 
 mod acl;
 mod admin;
+mod dump;
 mod entries;
 mod namespace;
 mod query;
@@ -17,6 +18,8 @@ mod replicas;
 mod sequences;
 mod session;
 mod transactions;
+
+pub use dump::in_restore;
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -71,10 +74,11 @@ pub enum Cmd {
     Acl(acl::Cmd),
     Admin(admin::Cmd),
     Replicas(replicas::Cmd),
+    Dump(dump::Cmd),
 }
 
 /// The families in `help` order.
-static FAMILIES: [&[CommandSpec]; 9] = [
+static FAMILIES: [&[CommandSpec]; 10] = [
     session::COMMANDS,
     namespace::COMMANDS,
     entries::COMMANDS,
@@ -84,6 +88,7 @@ static FAMILIES: [&[CommandSpec]; 9] = [
     acl::COMMANDS,
     admin::COMMANDS,
     replicas::COMMANDS,
+    dump::COMMANDS,
 ];
 
 /// Every command, in `help` order.
@@ -285,6 +290,7 @@ pub async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> 
         Cmd::Acl(c) => acl::run(c, cx).await,
         Cmd::Admin(c) => admin::run(c, cx).await,
         Cmd::Replicas(c) => replicas::run(c, cx).await,
+        Cmd::Dump(c) => dump::run(c, cx).await,
     }
 }
 

@@ -155,6 +155,9 @@ fn error_texts() {
         msg(&["sequence_create", "s", "/p", "x"]),
         "usage: sequence_create <name> <dir> [<increment> [<start>]]"
     );
+    assert_eq!(msg(&["dump", "/a", "/b"]), "usage: dump [<dir>]");
+    assert_eq!(msg(&["restore_put"]), "usage: restore_put <record>...");
+    assert_eq!(msg(&["restore_end", "x"]), "usage: restore_end");
     assert_eq!(msg(&["Frob"]), "unknown command 'frob' (try help)");
     assert_eq!(msg(&[]), "empty command");
 }
@@ -162,9 +165,10 @@ fn error_texts() {
 #[test]
 fn table_is_complete_and_ordered() {
     let names: Vec<&str> = all().map(|s| s.name).collect();
-    assert_eq!(names.len(), 66);
+    assert_eq!(names.len(), 71);
     assert_eq!(&names[..6], ["help", "pwd", "cd", "whoami", "sudo", "createdir"]);
-    assert_eq!(names.last(), Some(&"replica_list"));
+    assert_eq!(names.last(), Some(&"restore_abort"));
+    assert_eq!(&names[66..], ["dump", "restore", "restore_put", "restore_end", "restore_abort"]);
     for spec in all() {
         assert_eq!(spec.name, spec.name.to_ascii_lowercase());
         assert!(spec.usage.starts_with(spec.name), "{}", spec.name);

@@ -5,11 +5,13 @@
 //!
 //! Concerns: `units` (transactions, write units), `collections`, `attributes`, `tables` (entry
 //! tables' lifecycle), `indexes`, `entry_constraints`, `entries`, `acl`, `sequences`,
-//! `principals` (users, groups, subjects), `replica_sites`, `settings` (and revoked tokens).
+//! `principals` (users, groups, subjects), `replica_sites`, `settings` (and revoked tokens),
+//! `dump` (the listings dump and copy need).
 
 mod acl;
 mod attributes;
 mod collections;
+mod dump;
 mod entries;
 mod entry_constraints;
 mod indexes;
@@ -602,6 +604,34 @@ impl StoreConn for SqlConn {
 
     async fn init_setting(&mut self, key: &str, value: &str) -> Result<String> {
         SqlConn::init_setting(self, key, value).await
+    }
+
+    async fn sequences(&mut self, collection_id: i64) -> Result<Vec<ardacat_core::store::SequenceRecord>> {
+        SqlConn::sequences(self, collection_id).await
+    }
+
+    async fn entry_acls(&mut self, collection_id: i64) -> Result<Vec<(String, AclEntry)>> {
+        SqlConn::entry_acls(self, collection_id).await
+    }
+
+    async fn groups_with_owners(&mut self) -> Result<Vec<(String, String)>> {
+        SqlConn::groups_with_owners(self).await
+    }
+
+    async fn settings(&mut self) -> Result<Vec<(String, String)>> {
+        SqlConn::settings(self).await
+    }
+
+    async fn all_replica_files(&mut self) -> Result<Vec<(String, String)>> {
+        SqlConn::all_replica_files(self).await
+    }
+
+    async fn all_replicas(&mut self) -> Result<Vec<(String, String)>> {
+        SqlConn::all_replicas(self).await
+    }
+
+    async fn put_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        SqlConn::put_setting(self, key, value).await
     }
 }
 

@@ -4,9 +4,9 @@
 //! definitions (`constraint_rows`) and their DDL (`constraints`), users, groups and subjects
 //! (`principals`), entry permissions, entry and collection ACLs and user and group listings
 //! (`statements`), the replica catalogue's (`replicas`), sequences (`sequences`), settings and
-//! revoked tokens (`settings`), and the compiler from resolved query plans to one parameterised
-//! statement (`compile`). User values are always bound parameters; identifiers are generated (`e<id>`,
-//! `a<id>`), never taken from user text.
+//! revoked tokens (`settings`), the listings of dump and copy (`dump`), and the compiler from
+//! resolved query plans to one parameterised statement (`compile`). User values are always bound
+//! parameters; identifiers are generated (`e<id>`, `a<id>`), never taken from user text.
 
 pub mod attributes;
 pub mod collections;
@@ -14,6 +14,7 @@ pub mod compile;
 pub mod constraint_rows;
 pub mod constraints;
 pub mod dialect;
+pub mod dump;
 pub mod indexes;
 pub mod principals;
 pub mod replicas;
