@@ -82,7 +82,10 @@ pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat
     };
     let db = Db::open(&config.database, opts).await?;
     db.migrate().await?;
-    let cat = Catalogue::new(SqlStore::new(db), ServiceConfig::default()).await?;
+    let store = SqlStore::new(db);
+    // PostgreSQL: hear other processes' user, group, ACL and schema changes at once.
+    store.watch_changes(Duration::from_secs(5)).await;
+    let cat = Catalogue::new(store, ServiceConfig::default()).await?;
     let (pw, generated) = match root_password {
         Some(p) => (p, false),
         None => {

@@ -17,6 +17,7 @@ impl SqlConn {
     }
 
     pub(super) async fn create_user(&mut self, name: &str, password_hash: Option<&str>) -> Result<()> {
+        self.announce();
         self.writing()?;
         let sql = format!(
             "INSERT INTO users (name, password_hash, created) VALUES ({}, {}, {})",
@@ -32,6 +33,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_user(&mut self, name: &str) -> Result<bool> {
+        self.announce();
         self.writing()?;
         let p = self.p(1, ValueType::Text);
         self.exec(&format!("DELETE FROM group_members WHERE user_name = {p}"), &[Value::Text(name.into())]).await?;
@@ -42,6 +44,7 @@ impl SqlConn {
     }
 
     pub(super) async fn set_password(&mut self, name: &str, password_hash: &str) -> Result<bool> {
+        self.announce();
         self.writing()?;
         let sql = format!(
             "UPDATE users SET password_hash = {} WHERE name = {}",
@@ -52,6 +55,7 @@ impl SqlConn {
     }
 
     pub(super) async fn add_subject(&mut self, name: &str, subject: &str) -> Result<()> {
+        self.announce();
         self.writing()?;
         let sql = format!(
             "INSERT INTO user_subjects (user_name, subject) VALUES ({}, {})",
@@ -66,6 +70,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_subject(&mut self, name: &str, subject: &str) -> Result<bool> {
+        self.announce();
         self.writing()?;
         Ok(self.exec_compiled(&statements::delete_user_subject(self.dialect, name, subject)).await? > 0)
     }
@@ -87,6 +92,7 @@ impl SqlConn {
     }
 
     pub(super) async fn create_group(&mut self, name: &str, owner: &str) -> Result<()> {
+        self.announce();
         self.writing()?;
         let sql = format!(
             "INSERT INTO user_groups (name, owner) VALUES ({}, {})",
@@ -100,6 +106,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_group(&mut self, name: &str) -> Result<bool> {
+        self.announce();
         self.writing()?;
         let p = self.p(1, ValueType::Text);
         self.exec(&format!("DELETE FROM group_members WHERE grp = {p}"), &[Value::Text(name.into())]).await?;
@@ -109,6 +116,7 @@ impl SqlConn {
     }
 
     pub(super) async fn add_member(&mut self, group: &str, user: &str) -> Result<()> {
+        self.announce();
         self.writing()?;
         let sql = format!(
             "INSERT INTO group_members (grp, user_name) VALUES ({}, {}) ON CONFLICT DO NOTHING",
@@ -119,6 +127,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_member(&mut self, group: &str, user: &str) -> Result<bool> {
+        self.announce();
         self.writing()?;
         let sql = format!(
             "DELETE FROM group_members WHERE grp = {} AND user_name = {}",

@@ -213,6 +213,14 @@ impl Db {
         }
     }
 
+    /// The PostgreSQL pool itself (for a `LISTEN` connection); `None` on SQLite.
+    pub(crate) fn pg_pool(&self) -> Option<sqlx::PgPool> {
+        match &self.inner {
+            DbInner::Sqlite(_) => None,
+            DbInner::Postgres(p) => Some(p.pg_pool()),
+        }
+    }
+
     /// One pooled connection; it goes back to the pool when dropped. Waits at most
     /// `acquire_timeout`, then fails with [`StoreError::PoolTimeout`].
     pub async fn acquire(&self) -> Result<Conn, StoreError> {

@@ -12,6 +12,7 @@ pub mod dialect;
 pub mod replicas;
 pub mod sequences;
 pub mod settings;
+pub mod shared;
 pub mod statements;
 
 pub use compile::{Compiled, compile_delete, compile_insert, compile_select, compile_update};
