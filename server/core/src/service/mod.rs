@@ -16,6 +16,7 @@ mod namespace;
 mod native_sql;
 mod replicas;
 pub mod sessions;
+mod standby;
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
@@ -121,6 +122,8 @@ struct Inner<S> {
     /// Bumped by every user, group and ACL change made through this process, so live sessions
     /// and credential caches know to re-read who is in which group. Starts at 1.
     auth_epoch: AtomicU64,
+    /// Read-only standby or not (`standby.rs`).
+    standby: standby::Standby,
 }
 
 /// A connection for one operation: the session's pinned transaction, or one from the pool.
@@ -154,7 +157,11 @@ impl<S: Store> Catalogue<S> {
         let mut conn = store.acquire().await?;
         let fresh: [u8; 32] = rand::random();
         let hex: String = fresh.iter().map(|b| format!("{b:02x}")).collect();
-        let key_hex = Self::unit(&mut conn, async |c| c.init_setting("token_key", &hex).await).await?;
+        // Read first: a standby cannot write, and its primary created the key long ago.
+        let key_hex = match conn.setting("token_key").await? {
+            Some(k) => k,
+            None => Self::unit(&mut conn, async |c| c.init_setting("token_key", &hex).await).await?,
+        };
         let token_key = (0..key_hex.len() / 2)
             .filter_map(|i| u8::from_str_radix(key_hex.get(2 * i..2 * i + 2)?, 16).ok())
             .collect();
@@ -164,6 +171,7 @@ impl<S: Store> Catalogue<S> {
                 config,
                 token_key,
                 auth_epoch: AtomicU64::new(1),
+                standby: standby::Standby::default(),
             }),
         })
     }
@@ -225,6 +233,7 @@ impl<S: Store> Catalogue<S> {
         s: &mut Session<S>,
         f: impl AsyncFnOnce(&mut S::Conn) -> Result<T>,
     ) -> Result<T> {
+        self.refuse_on_standby()?;
         let mut conn = self.conn(s).await?;
         Self::unit(&mut conn, f).await
     }

@@ -60,6 +60,7 @@ pub fn map_err(e: StoreError) -> Error {
         StoreError::PoolTimeout => Error::LimitExceeded("no database connection free in time".into()),
         StoreError::Busy => Error::Transaction("the database is busy; try again".into()),
         StoreError::Timeout => Error::LimitExceeded("query time limit exceeded; the statement was cancelled".into()),
+        StoreError::ReadOnly => Error::ReadOnlyReplica(None),
         StoreError::ValueDoesNotFit(_) => Error::InvalidValue("value does not fit its attribute type".into()),
         // The catalogue names the constraint (`Catalogue::unit`).
         StoreError::ConstraintViolation(id) => Error::ConstraintViolation { id, text: String::new() },

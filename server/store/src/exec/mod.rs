@@ -35,6 +35,7 @@ pub mod migrate;
 mod postgres;
 mod sqlite;
 pub(crate) mod sqlite_math;
+pub mod standby;
 
 use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType};
