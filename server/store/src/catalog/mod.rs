@@ -152,7 +152,7 @@ impl Store for SqlStore {
             cache: self.cache.clone(),
             feed: self.feed.clone(),
             schema_changed: false,
-            announce: false,
+            announce: shared::Announce::Nothing,
             unit: None,
         })
     }
@@ -174,7 +174,7 @@ pub struct SqlConn {
     /// This connection's open transaction changed schema facts: clear the cache when it ends.
     schema_changed: bool,
     /// This connection's open transaction changed what other processes cache: notify at commit.
-    announce: bool,
+    announce: shared::Announce,
     /// The write unit open on this connection (`StoreConn::begin_unit`), if any.
     unit: Option<Unit>,
 }
@@ -270,7 +270,7 @@ impl SqlConn {
 
     /// A schema fact changed: drop everything cached, now and again when the transaction ends.
     fn schema_changed(&mut self) {
-        self.announce();
+        self.announce(false);
         self.cache().clear();
         if self.conn.in_transaction() {
             self.schema_changed = true;

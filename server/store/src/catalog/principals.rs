@@ -17,7 +17,7 @@ impl SqlConn {
     }
 
     pub(super) async fn create_user(&mut self, name: &str, password_hash: Option<&str>) -> Result<()> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         let sql = format!(
             "INSERT INTO users (name, password_hash, created) VALUES ({}, {}, {})",
@@ -33,7 +33,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_user(&mut self, name: &str) -> Result<bool> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         let p = self.p(1, ValueType::Text);
         self.exec(&format!("DELETE FROM group_members WHERE user_name = {p}"), &[Value::Text(name.into())]).await?;
@@ -44,7 +44,7 @@ impl SqlConn {
     }
 
     pub(super) async fn set_password(&mut self, name: &str, password_hash: &str) -> Result<bool> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         let sql = format!(
             "UPDATE users SET password_hash = {} WHERE name = {}",
@@ -55,7 +55,7 @@ impl SqlConn {
     }
 
     pub(super) async fn add_subject(&mut self, name: &str, subject: &str) -> Result<()> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         let sql = format!(
             "INSERT INTO user_subjects (user_name, subject) VALUES ({}, {})",
@@ -70,7 +70,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_subject(&mut self, name: &str, subject: &str) -> Result<bool> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         Ok(self.exec_compiled(&statements::delete_user_subject(self.dialect, name, subject)).await? > 0)
     }
@@ -92,7 +92,7 @@ impl SqlConn {
     }
 
     pub(super) async fn create_group(&mut self, name: &str, owner: &str) -> Result<()> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         let sql = format!(
             "INSERT INTO user_groups (name, owner) VALUES ({}, {})",
@@ -106,7 +106,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_group(&mut self, name: &str) -> Result<bool> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         let p = self.p(1, ValueType::Text);
         self.exec(&format!("DELETE FROM group_members WHERE grp = {p}"), &[Value::Text(name.into())]).await?;
@@ -116,7 +116,7 @@ impl SqlConn {
     }
 
     pub(super) async fn add_member(&mut self, group: &str, user: &str) -> Result<()> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         let sql = format!(
             "INSERT INTO group_members (grp, user_name) VALUES ({}, {}) ON CONFLICT DO NOTHING",
@@ -127,7 +127,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_member(&mut self, group: &str, user: &str) -> Result<bool> {
-        self.announce();
+        self.announce(true);
         self.writing()?;
         let sql = format!(
             "DELETE FROM group_members WHERE grp = {} AND user_name = {}",

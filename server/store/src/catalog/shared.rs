@@ -1,7 +1,8 @@
 //! What several server processes on one PostgreSQL database share besides the catalogue itself:
 //! the change feed (`LISTEN`/`NOTIFY` on [`shared::CHANGES_CHANNEL`]: a connection that changed
 //! users, groups, ACLs, modes, owners or schema notifies inside its transaction; every process
-//! listens and drops its schema cache and moves its change number at once) and the resumable
+//! listens and drops its schema cache at once, and for user and group changes (payload `auth`)
+//! also moves its change number, so sessions re-read their groups) and the resumable
 //! TCP sessions (`tcp_sessions`). Must not decide what a change or a session means (the core
 //! does); SQL text comes from `sql::shared`.
 
@@ -18,6 +19,15 @@ const LOST: u8 = 2;
 
 /// Longest pause between two attempts to get the listener back.
 const RECONNECT_MAX: Duration = Duration::from_secs(2);
+
+/// What a connection's open transaction must announce at commit, the most first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Announce {
+    #[default]
+    Nothing,
+    Schema,
+    Auth,
+}
 
 /// This process's view of other processes' changes (see [`Store::remote_changes`]).
 #[derive(Default)]
@@ -39,15 +49,18 @@ impl Feed {
         self.state.load(Ordering::Acquire) == LOST
     }
 
-    /// Something changed (or may have, unseen): forget what was read before.
-    fn moved(&self, cache: &Mutex<SchemaCache>) {
+    /// Something changed (or may have, unseen): forget what was read before; with `auth` also
+    /// the group lists and credentials read before.
+    fn moved(&self, cache: &Mutex<SchemaCache>, auth: bool) {
         cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        self.epoch.fetch_add(1, Ordering::AcqRel);
+        if auth {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     fn set(&self, state: u8, cache: &Mutex<SchemaCache>) {
         self.state.store(state, Ordering::Release);
-        self.moved(cache);
+        self.moved(cache, true);
     }
 }
 
@@ -74,8 +87,8 @@ impl SqlStore {
                     if let Some(r) = ready.take() {
                         let _ = r.send(());
                     }
-                    while let Ok(Some(_)) = l.try_recv().await {
-                        feed.moved(&cache);
+                    while let Ok(Some(n)) = l.try_recv().await {
+                        feed.moved(&cache, n.payload() != shared::SCHEMA_PAYLOAD);
                     }
                     if !pool.is_closed() {
                         tracing::warn!("lost the change listener; re-reading everything until it is back");
@@ -91,19 +104,25 @@ impl SqlStore {
 }
 
 impl SqlConn {
-    /// Users, groups, ACLs, modes, owners or schema changed on this connection: other processes
-    /// are told when the transaction commits.
-    pub(super) fn announce(&mut self) {
+    /// Collections, attributes, ACLs, modes or owners changed on this connection (`auth`: users,
+    /// groups, members, subjects or passwords): other processes are told when the transaction
+    /// commits.
+    pub(super) fn announce(&mut self, auth: bool) {
         if self.dialect == Dialect::Postgres {
-            self.announce = true;
+            self.announce = self.announce.max(if auth { Announce::Auth } else { Announce::Schema });
         }
     }
 
     /// Just before a commit: the notification rides on the transaction (delivered at commit,
     /// dropped on rollback).
     pub(super) async fn send_announcement(&mut self) -> Result<()> {
-        if std::mem::take(&mut self.announce) && self.conn.in_transaction() {
-            self.exec(shared::NOTIFY_CHANGES, &[]).await?;
+        let sql = match std::mem::take(&mut self.announce) {
+            Announce::Nothing => return Ok(()),
+            Announce::Schema => shared::NOTIFY_SCHEMA,
+            Announce::Auth => shared::NOTIFY_AUTH,
+        };
+        if self.conn.in_transaction() {
+            self.exec(sql, &[]).await?;
         }
         Ok(())
     }

@@ -47,7 +47,7 @@ impl SqlConn {
     }
 
     pub(super) async fn rollback_tx(&mut self) -> Result<()> {
-        self.announce = false;
+        self.announce = shared::Announce::Nothing;
         let r = self.conn.rollback().await.map_err(map_err);
         self.end_transaction();
         r

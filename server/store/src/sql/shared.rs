@@ -13,8 +13,16 @@ use super::compile::Compiled;
 pub const CHANGES_CHANNEL: &str = "ardacat_changes";
 
 /// Sent inside the transaction that made the change: PostgreSQL delivers it at commit, and
-/// never for a transaction that rolled back.
-pub const NOTIFY_CHANGES: &str = "NOTIFY ardacat_changes";
+/// never for a transaction that rolled back. Collections, attributes, ACLs, modes or owners
+/// changed: listeners drop their schema caches.
+pub const NOTIFY_SCHEMA: &str = "NOTIFY ardacat_changes, 'schema'";
+
+/// As [`NOTIFY_SCHEMA`], and users, groups, members, subjects or passwords changed too:
+/// listeners also make every session re-read its groups (and drop cached credentials).
+pub const NOTIFY_AUTH: &str = "NOTIFY ardacat_changes, 'auth'";
+
+/// The payload of [`NOTIFY_SCHEMA`].
+pub const SCHEMA_PAYLOAD: &str = "schema";
 
 /// Columns of [`select_tcp_session`]: user, cwd, escape, expires.
 pub const TCP_SESSION_TYPES: [ValueType; 4] = [ValueType::Text, ValueType::Text, ValueType::Bool, ValueType::Int];
