@@ -3,8 +3,10 @@
 //! `ardacat-server` on each. A server on the standby notices it, checks the schema version
 //! instead of migrating, serves reads, refuses every kind of write (single command,
 //! transaction, upload, native SQL, SOAP) with code 20 `read-only replica; primary is
-//! <host:port>` and changes nothing; query tokens continue across the sites; after
-//! `pg_promote()` the same server process takes writes.
+//! <host:port>` and changes nothing; query tokens continue across the sites; a lagging standby
+//! (`recovery_min_apply_delay`) serves older data and says so on `/readyz`; after
+//! `pg_promote()` the same server process takes writes. Write forwarding and read-your-writes
+//! are not implemented yet (docs/scale-out.md).
 
 mod common;
 #[path = "common/pgcluster.rs"]
@@ -217,4 +219,49 @@ fn token(xml: &str) -> String {
 
 fn values(xml: &str) -> Vec<String> {
     elements(xml, "value")
+}
+
+/// Asynchronous replication as the documentation states it: a write acknowledged by the
+/// primary is not yet visible at a standby that lags (`recovery_min_apply_delay` injects the
+/// lag), `/readyz` of the standby's server says so, and the write arrives once replayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_standby_serves_older_data_and_reports_it() {
+    let (_primary, standby, a) = sites().await;
+    standby.sql("ALTER SYSTEM SET recovery_min_apply_delay = '6s'").await;
+    standby.sql("SELECT pg_reload_conf()").await;
+    let r = TestServer::start_with(TestDb::external(standby.url("postgres")), &["--ready-max-lag-ms", "1000"]).await;
+    let mut on_a = a.raw().await;
+    ok(&mut on_a, "addentry /d/late a 7").await;
+    let written = Instant::now();
+    let mut c = r.raw().await;
+    let seen = ok(&mut c, "listentries /d").await;
+    if written.elapsed() < Duration::from_secs(5) {
+        assert_eq!(seen, vec!["/d/e1"], "applied before the injected delay");
+    }
+    // The probe reports the lag while the write waits to be applied, then recovers.
+    let mut saw_lag = false;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = get(r.http, "/readyz").await;
+        if status == 503 {
+            assert!(body.contains("\"check\":\"replication\""), "{body}");
+            saw_lag = true;
+        } else if status == 200 && saw_lag {
+            break;
+        }
+        assert!(Instant::now() < deadline, "readyz: {status} {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eventually(&r, "listentries /d", Duration::from_secs(20), |t| t.contains("/d/late")).await;
+}
+
+async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut out)).await.expect("answer").expect("read");
+    let out = String::from_utf8_lossy(&out).into_owned();
+    (out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0), out)
 }
