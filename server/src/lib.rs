@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod preflight;
 pub mod reload;
 pub mod soap;
+pub mod standby;
 pub mod state;
 pub mod tcp;
 pub mod tls;
@@ -57,6 +58,8 @@ pub enum StartError {
     Bind(SocketAddr, std::io::Error),
     #[error("TLS: {0}")]
     Tls(#[from] tls::TlsError),
+    #[error("{0}")]
+    Standby(String),
 }
 
 /// Addresses the server actually listens on (ports may have been 0).
@@ -86,8 +89,15 @@ pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat
         ..DbOptions::default()
     };
     let db = Db::open(&config.database, opts).await?;
-    db.migrate().await?;
-    let cat = Catalogue::new(SqlStore::new(db), ServiceConfig::default()).await?;
+    let standby = standby::prepare(&db).await?;
+    let store = SqlStore::new(db);
+    if !standby.in_recovery {
+        // PostgreSQL: hear other processes' user, group, ACL and schema changes at once (a
+        // standby cannot LISTEN; its caches expire by time).
+        store.watch_changes(Duration::from_secs(5)).await;
+    }
+    let cat = Catalogue::new(store, ServiceConfig::default()).await?;
+    cat.set_read_only(standby.in_recovery, standby.upstream);
     let (pw, generated) = match root_password {
         Some(p) => (p, false),
         None => {
@@ -167,6 +177,9 @@ pub async fn serve_full(
     let http_task = tokio::spawn(http::serve(listeners.http, shared.clone(), shutdown.clone()));
     let ops_task = listeners.metrics.map(|l| tokio::spawn(http::serve_ops(l, shared.clone(), shutdown.clone())));
     tokio::spawn(reload::on_sighup(shared.clone(), shutdown.clone()));
+    if shared.catalogue.is_read_only() {
+        tokio::spawn(standby::watch_promotion(shared.clone(), shutdown.clone()));
+    }
     tcp::serve(listeners.tcp, shared, shutdown).await;
     let _ = http_task.await;
     if let Some(t) = ops_task {

@@ -82,6 +82,12 @@ impl TestDb {
 }
 
 impl TestDb {
+    /// A PostgreSQL database the test manages itself (e.g. on a throwaway cluster); dropping
+    /// the handle removes nothing.
+    pub fn external(url: String) -> TestDb {
+        TestDb { url, backend: Backend::Postgres, _dir: None, pg_name: None }
+    }
+
     /// Another handle on the same database, for a second server process on it. Dropping the
     /// handle removes nothing; the original `TestDb` still owns (and removes) the database.
     pub fn share(&self) -> TestDb {

@@ -43,6 +43,10 @@ pub enum Error {
     ConstraintViolation { id: i64, text: String },
     #[error("cancelled")]
     Cancelled,
+    /// A write reached a server whose database is a read-only standby (code 20, like AMGA's
+    /// refusals of a replica). Holds the primary's `host:port` when known.
+    #[error("read-only replica{}", .0.as_ref().map(|p| format!("; primary is {p}")).unwrap_or_default())]
+    ReadOnlyReplica(Option<String>),
     /// A storage or internal failure. The message is for logs; frontends show a generic text.
     #[error("internal error: {0}")]
     Internal(String),
@@ -74,7 +78,7 @@ impl Error {
             Error::NotASequence(_) => 17,
             Error::InvalidValue(_) | Error::Overflow(_) => 18,
             Error::LimitExceeded(_) => 19,
-            Error::Cancelled => 20,
+            Error::Cancelled | Error::ReadOnlyReplica(_) => 20,
             Error::ConstraintViolation { .. } => 21,
             Error::Internal(_) => 99,
         }

@@ -257,6 +257,23 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn acquire(&self) -> impl Future<Output = Result<Self::Conn>> + Send;
     /// A short name for logs and metrics (`sqlite`, `postgres`).
     fn backend_name(&self) -> &'static str;
+    /// What this process knows of changes to users, groups, ACLs, modes, owners and schema made
+    /// by *other* processes sharing the database (PostgreSQL `LISTEN`/`NOTIFY`).
+    fn remote_changes(&self) -> RemoteChanges {
+        RemoteChanges::NotWatched
+    }
+}
+
+/// See [`Store::remote_changes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteChanges {
+    /// Nobody watches (SQLite, one process): caches expire by time.
+    NotWatched,
+    /// Watched: the number moves at every change any process announced (and when the watch
+    /// came back after a loss); what was read at an earlier number may be stale.
+    Live(u64),
+    /// The watch is lost: nothing cached may be trusted until it is back.
+    Lost,
 }
 
 /// One database connection. Every method runs in the connection's current transaction, if any.
@@ -495,4 +512,26 @@ pub trait StoreConn: Send + 'static {
     fn settings(&mut self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
     /// *Write.* Sets a setting, replacing any value it had (the offline `copy`).
     fn put_setting(&mut self, key: &str, value: &str) -> impl Future<Output = Result<()>> + Send;
+    /// *Write.* Stores a resumable TCP session's state until `expires` (unix seconds), and
+    /// forgets the sessions that expired before `now`. With `create` only a new id is stored
+    /// (false: the id is taken); without, the session's row is replaced.
+    fn put_tcp_session(
+        &mut self,
+        id: i64,
+        saved: &SavedTcpSession,
+        expires: i64,
+        now: i64,
+        create: bool,
+    ) -> impl Future<Output = Result<bool>> + Send;
+    /// A TCP session that has not expired at `now`, with its expiry.
+    fn tcp_session(&mut self, id: i64, now: i64)
+    -> impl Future<Output = Result<Option<(SavedTcpSession, i64)>>> + Send;
+}
+
+/// What a resumable TCP session keeps between connections (its groups are re-read on resume).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedTcpSession {
+    pub user: String,
+    pub cwd: String,
+    pub escape: bool,
 }

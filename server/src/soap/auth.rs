@@ -7,9 +7,10 @@
 //! at a few dozen requests per second per core. A successful (user, password) check is kept
 //! for [`CACHE_TTL`], keyed by SHA-256 of the credentials, together with the catalogue's auth
 //! epoch: any user, group or ACL change made through this process (a password change, a
-//! removed user, a membership change) invalidates every entry at once. Changes made by another
-//! process sharing the database apply after [`ardacat_core::service::AUTH_RECHECK`] (groups)
-//! or [`CACHE_TTL`] (passwords). Any failed login for a user drops that user's entries.
+//! removed user, a membership change) invalidates every entry at once. On PostgreSQL so does
+//! any such change another process sharing the database announces (the store's change feed);
+//! without the feed they apply after [`ardacat_core::service::AUTH_RECHECK`] (groups) or
+//! [`CACHE_TTL`] (passwords). Any failed login for a user drops that user's entries.
 //!
 //! Without an `Authorization` header, a verified client certificate (HTTPS with
 //! `tls_client_ca`) logs in as the user its subject maps to.
@@ -70,12 +71,12 @@ impl AuthCache {
 
     /// The cached principal if the entry is alive and from this auth epoch, and whether its
     /// groups were read recently enough to skip re-reading them.
-    fn get(&self, key: &[u8; 32], epoch: u64) -> Option<(Principal, bool)> {
+    fn get(&self, key: &[u8; 32], epoch: u64, recheck: Duration) -> Option<(Principal, bool)> {
         let mut map = self.lock();
         let now = Instant::now();
         match map.get(key) {
             Some(e) if e.expires > now && e.epoch == epoch => {
-                Some((e.principal.clone(), now.duration_since(e.read) < ardacat_core::service::AUTH_RECHECK))
+                Some((e.principal.clone(), now.duration_since(e.read) < recheck))
             }
             Some(_) => {
                 map.remove(key);
@@ -164,7 +165,7 @@ pub async fn session_for(
     };
     let key = digest(&user, &password);
     let epoch = cat.auth_epoch();
-    if let Some((p, fresh)) = cache.get(&key, epoch) {
+    if let Some((p, fresh)) = cache.get(&key, epoch, cat.auth_recheck()) {
         let mut s = Session::new(p).with_auth_epoch(epoch);
         if !fresh {
             // Changes by other processes sharing the database: re-read the groups.
@@ -228,11 +229,17 @@ mod tests {
         assert_ne!(k, digest("u", "q"));
         assert_ne!(digest("ab", "c"), digest("a", "bc"));
         c.put(k, Principal { user: "u".into(), groups: vec![] }, 1);
-        assert_eq!(c.get(&k, 1).map(|(p, fresh)| (p.user, fresh)), Some(("u".to_string(), true)));
+        assert_eq!(
+            c.get(&k, 1, ardacat_core::service::AUTH_RECHECK).map(|(p, fresh)| (p.user, fresh)),
+            Some(("u".to_string(), true))
+        );
         c.forget_user("u");
-        assert!(c.get(&k, 1).is_none());
+        assert!(c.get(&k, 1, ardacat_core::service::AUTH_RECHECK).is_none());
         c.put(k, Principal { user: "u".into(), groups: vec![] }, 1);
-        assert!(c.get(&k, 2).is_none(), "another auth epoch invalidates the entry");
-        assert!(c.get(&k, 1).is_none(), "and removes it");
+        assert!(
+            c.get(&k, 2, ardacat_core::service::AUTH_RECHECK).is_none(),
+            "another auth epoch invalidates the entry"
+        );
+        assert!(c.get(&k, 1, ardacat_core::service::AUTH_RECHECK).is_none(), "and removes it");
     }
 }

@@ -101,9 +101,12 @@ pub struct Shared {
 impl Shared {
     /// The state a server with these settings starts with.
     pub fn new(catalogue: Cat, config: Arc<Config>, tls: Option<Arc<TlsSetup>>) -> Self {
+        // A standby cannot store sessions: they stay in this process (also after a promotion).
+        let in_database =
+            catalogue.store().db().backend() == ardacat_store::Backend::Postgres && !catalogue.is_read_only();
         Shared {
             catalogue,
-            sessions: SessionRegistry::new(Duration::from_secs(config.idle_timeout_secs)),
+            sessions: SessionRegistry::new(Duration::from_secs(config.idle_timeout_secs), in_database),
             stats: Stats::default(),
             tcp_gate: Gate::new(config.max_connections, config.max_connections_per_peer, config.trusted_peers.clone()),
             http_gate: Gate::new(

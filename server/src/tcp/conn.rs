@@ -166,14 +166,14 @@ pub(super) async fn command_loop<R, W>(
             tracing::debug!(%peer, "command cancelled by client");
         }
         if let Some(id) = state.session_id {
-            shared.sessions.save(
-                id,
-                SavedSession {
-                    principal: state.session.principal.clone(),
-                    cwd: state.session.cwd.clone(),
-                    escape: state.escape,
-                },
-            );
+            let saved = SavedSession {
+                principal: state.session.principal.clone(),
+                cwd: state.session.cwd.clone(),
+                escape: state.escape,
+            };
+            if !shared.sessions.save(&shared.catalogue, id, saved).await {
+                state.session_id = None;
+            }
         }
         let ok = result.is_ok();
         let mut log = crate::logging::RequestLine {

@@ -200,35 +200,37 @@ where
     if let Some(id) = opts.resume {
         // No OK and no login block after a plain resume: the original client reads neither.
         // (`resumeSSL<id>` got its OK before the TLS handshake.)
-        return Ok(match shared.sessions.resume(id).filter(|_| cfg.sessions != SessionMode::No) {
-            Some(saved) => {
-                // Groups are re-read before the first command (the epoch of a new Session is 0).
-                let mut session = Session::new(saved.principal);
-                session.cwd = saved.cwd;
-                (
+        return Ok(
+            match shared.sessions.resume(&shared.catalogue, id).await.filter(|_| cfg.sessions != SessionMode::No) {
+                Some(saved) => {
+                    // Groups are re-read before the first command (the epoch of a new Session is 0).
+                    let mut session = Session::new(saved.principal);
+                    session.cwd = saved.cwd;
+                    (
+                        ConnState {
+                            session,
+                            escape: saved.escape || opts.escape,
+                            session_id: Some(id),
+                            upload: None,
+                            restore: None,
+                            peer,
+                        },
+                        None,
+                    )
+                }
+                None => (
                     ConnState {
-                        session,
-                        escape: saved.escape || opts.escape,
-                        session_id: Some(id),
+                        session: Session::new(anonymous()),
+                        escape: opts.escape,
+                        session_id: None,
                         upload: None,
                         restore: None,
                         peer,
                     },
-                    None,
-                )
-            }
-            None => (
-                ConnState {
-                    session: Session::new(anonymous()),
-                    escape: opts.escape,
-                    session_id: None,
-                    upload: None,
-                    restore: None,
-                    peer,
-                },
-                Some(Error::PermissionDenied(format!("session {id} is unknown or expired; log in again"))),
-            ),
-        });
+                    Some(Error::PermissionDenied(format!("session {id} is unknown or expired; log in again"))),
+                ),
+            },
+        );
     }
     if !tls {
         writer.send(ReplyPiece::Ok).await.map_err(io)?;
@@ -244,7 +246,7 @@ where
             Err(e) => return Err(Error::IllegalCommand(e.to_string())),
         }
     };
-    let session_id = issue_session.then(|| shared.sessions.new_id());
+    let session_id = issue_session.then(|| shared.sessions.new_id(&shared.catalogue));
     let base = |session| ConnState { session, escape: opts.escape, session_id, upload: None, restore: None, peer };
     // An empty login name, or a certificate and no password: log in by certificate.
     let by_certificate = ctx.login.is_empty() || (ctx.password.is_none() && subject.is_some());

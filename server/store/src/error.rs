@@ -49,6 +49,10 @@ pub enum StoreError {
     /// (PostgreSQL 57014, SQLite interrupted by the deadline in its progress handler).
     #[error("statement cancelled: time limit exceeded")]
     Timeout,
+    /// A write on a read-only database: a PostgreSQL hot standby (25006
+    /// `read_only_sql_transaction`).
+    #[error("the database is a read-only standby")]
+    ReadOnly,
     /// No pooled connection became free within `DbOptions::acquire_timeout`.
     #[error("timed out waiting for a database connection")]
     PoolTimeout,
@@ -160,6 +164,7 @@ impl From<sqlx::Error> for StoreError {
                     (Some("22003"), _) => StoreError::NumericOverflow(text),
                     (Some("55P03" | "40P01" | "40001"), _) => StoreError::Busy,
                     (Some("57014"), _) => StoreError::Timeout,
+                    (Some("25006"), _) => StoreError::ReadOnly,
                     (Some(code), _) => StoreError::Database(format!("{text} [{code}]")),
                     (None, _) => StoreError::Database(text),
                 }

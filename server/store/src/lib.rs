@@ -11,6 +11,7 @@ pub mod exec;
 pub use error::StoreError;
 pub use exec::health::{Health, expected_schema_version};
 pub use exec::migrate::Migration;
+pub use exec::standby::StandbyStatus;
 pub use exec::{AcquireStats, Backend, Conn, Db, DbOptions, PoolStats};
 
 pub mod catalog;

@@ -212,10 +212,10 @@ impl<S: Store> Catalogue<S> {
 
     /// [`Catalogue::refresh`] only when needed: a user, group or ACL change went through this
     /// process since the session's groups were read (the auth epoch moved), or they were read
-    /// more than [`super::AUTH_RECHECK`] ago (changes by other processes). Otherwise free:
-    /// one atomic load. Frontends call it before every command.
+    /// longer ago than [`Catalogue::auth_recheck`] (changes by other processes nobody announced).
+    /// Otherwise free: two atomic loads. Frontends call it before every command.
     pub async fn refresh_if_changed(&self, s: &mut Session<S>) -> Result<()> {
-        let fresh = s.auth_epoch == self.auth_epoch() && s.auth_read.is_some_and(|t| t.elapsed() < super::AUTH_RECHECK);
+        let fresh = s.auth_epoch == self.auth_epoch() && s.auth_read.is_some_and(|t| t.elapsed() < self.auth_recheck());
         if fresh { Ok(()) } else { self.refresh(s).await }
     }
 

@@ -63,6 +63,7 @@ impl<S: Store> Catalogue<S> {
     /// transaction, else a transaction pinned to the session for the unit; each operation in it
     /// runs its own unit as usual. Returns whether the unit owns the transaction.
     async fn unit_start(&self, s: &mut Session<S>) -> Result<bool> {
+        self.refuse_on_standby()?;
         if s.in_transaction() {
             self.conn(s).await?.begin_group().await?;
             Ok(false)

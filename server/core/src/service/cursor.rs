@@ -122,6 +122,7 @@ impl<S: Store> Catalogue<S> {
     /// that was ended already is error 1, as continuing it is: the token names no live query.
     pub async fn end_token(&self, s: &Session<S>, token: &str, now: i64, ttl_secs: i64) -> Result<()> {
         let state = self.open_token(s, token, now, ttl_secs)?;
+        self.refuse_on_standby()?;
         let mut conn = self.inner.store.acquire().await?;
         let ended =
             Self::unit(&mut conn, async |c| c.revoke_token(&state.id, state.issued + ttl_secs + 60).await).await?;

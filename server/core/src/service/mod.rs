@@ -17,6 +17,8 @@ mod indexes;
 mod namespace;
 mod native_sql;
 mod replicas;
+pub mod sessions;
+mod standby;
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
@@ -26,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::perm::{Guard, Mode, Principal};
-use crate::store::{CollectionInfo, Store, StoreConn};
+use crate::store::{CollectionInfo, RemoteChanges, Store, StoreConn};
 
 pub use constraints::{ConstraintInfo, NewConstraint};
 pub use entries::{NamedValues, QueryPage, SelectSpec};
@@ -53,7 +55,8 @@ impl Default for ServiceConfig {
 }
 
 /// How long a live session trusts its group list when no user, group or ACL change went
-/// through this process (changes made by another process sharing the database).
+/// through this process (changes made by another process sharing the database, when the store
+/// does not watch them; when it does, this is only a backstop). See [`Catalogue::auth_recheck`].
 pub const AUTH_RECHECK: Duration = Duration::from_secs(10);
 
 /// One caller's state: identity, current directory and, inside `transaction`, the pinned
@@ -121,6 +124,8 @@ struct Inner<S> {
     /// Bumped by every user, group and ACL change made through this process, so live sessions
     /// and credential caches know to re-read who is in which group. Starts at 1.
     auth_epoch: AtomicU64,
+    /// Read-only standby or not (`standby.rs`).
+    standby: standby::Standby,
 }
 
 /// A connection for one operation: the session's pinned transaction, or one from the pool.
@@ -154,11 +159,23 @@ impl<S: Store> Catalogue<S> {
         let mut conn = store.acquire().await?;
         let fresh: [u8; 32] = rand::random();
         let hex: String = fresh.iter().map(|b| format!("{b:02x}")).collect();
-        let key_hex = Self::unit(&mut conn, async |c| c.init_setting("token_key", &hex).await).await?;
+        // Read first: a standby cannot write, and its primary created the key long ago.
+        let key_hex = match conn.setting("token_key").await? {
+            Some(k) => k,
+            None => Self::unit(&mut conn, async |c| c.init_setting("token_key", &hex).await).await?,
+        };
         let token_key = (0..key_hex.len() / 2)
             .filter_map(|i| u8::from_str_radix(key_hex.get(2 * i..2 * i + 2)?, 16).ok())
             .collect();
-        Ok(Catalogue { inner: Arc::new(Inner { store, config, token_key, auth_epoch: AtomicU64::new(1) }) })
+        Ok(Catalogue {
+            inner: Arc::new(Inner {
+                store,
+                config,
+                token_key,
+                auth_epoch: AtomicU64::new(1),
+                standby: standby::Standby::default(),
+            }),
+        })
     }
 
     pub fn store(&self) -> &S {
@@ -170,9 +187,24 @@ impl<S: Store> Catalogue<S> {
     }
 
     /// The current auth epoch (see [`Session::with_auth_epoch`]). Read it *before* reading a
-    /// principal's groups, so a change in between is not missed.
+    /// principal's groups, so a change in between is not missed. It moves with every change made
+    /// through this process and, on a store that watches them, every change another process
+    /// announced.
     pub fn auth_epoch(&self) -> u64 {
-        self.inner.auth_epoch.load(Ordering::Acquire)
+        let remote = match self.inner.store.remote_changes() {
+            RemoteChanges::Live(n) => n,
+            RemoteChanges::NotWatched | RemoteChanges::Lost => 0,
+        };
+        self.inner.auth_epoch.load(Ordering::Acquire).wrapping_add(remote)
+    }
+
+    /// How long group lists read at the current epoch may be trusted: [`AUTH_RECHECK`], or not
+    /// at all while the store's watch of other processes' changes is lost.
+    pub fn auth_recheck(&self) -> Duration {
+        match self.inner.store.remote_changes() {
+            RemoteChanges::Lost => Duration::ZERO,
+            RemoteChanges::NotWatched | RemoteChanges::Live(_) => AUTH_RECHECK,
+        }
     }
 
     /// A user, group or ACL change succeeded in `s`: tell live sessions (now, and again at
@@ -203,6 +235,7 @@ impl<S: Store> Catalogue<S> {
         s: &mut Session<S>,
         f: impl AsyncFnOnce(&mut S::Conn) -> Result<T>,
     ) -> Result<T> {
+        self.refuse_on_standby()?;
         let mut conn = self.conn(s).await?;
         Self::unit(&mut conn, f).await
     }

@@ -15,9 +15,10 @@ impl SqlConn {
         if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().acls.get(&collection_id)) {
             return Ok(hit);
         }
+        let generation = self.cache_generation();
         let acl = self.load_acl(collection_id).await?;
         if cacheable {
-            self.cache().acls.insert(collection_id, (acl.clone(), Instant::now()));
+            self.cache_fill(generation, |c| _ = c.acls.insert(collection_id, (acl.clone(), Instant::now())));
         }
         Ok(acl)
     }

@@ -43,9 +43,10 @@ impl SqlConn {
         if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().attrs.get(&collection_id)) {
             return Ok(hit);
         }
+        let generation = self.cache_generation();
         let attrs = self.load_attributes(collection_id).await?;
         if cacheable {
-            self.cache().attrs.insert(collection_id, (attrs.clone(), Instant::now()));
+            self.cache_fill(generation, |c| _ = c.attrs.insert(collection_id, (attrs.clone(), Instant::now())));
         }
         Ok(attrs)
     }

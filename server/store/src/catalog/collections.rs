@@ -9,15 +9,17 @@ impl SqlConn {
         if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().by_path.get(path)) {
             return Ok(hit);
         }
+        let generation = self.cache_generation();
         let rows = self.point_rows_compiled(&collection_sql::select_collection_by_path(self.dialect, path)).await?;
         let found = rows.into_iter().next().map(collection_from).transpose()?;
         if cacheable {
-            let mut cache = self.cache();
-            // Lookups of entry paths (which are not collections) would grow the map without bound.
-            if cache.by_path.len() >= SCHEMA_CACHE_PATHS {
-                cache.by_path.clear();
-            }
-            cache.by_path.insert(path.to_string(), (found.clone(), Instant::now()));
+            self.cache_fill(generation, |cache| {
+                // Lookups of entry paths (which are not collections) would grow the map without bound.
+                if cache.by_path.len() >= SCHEMA_CACHE_PATHS {
+                    cache.by_path.clear();
+                }
+                cache.by_path.insert(path.to_string(), (found.clone(), Instant::now()));
+            });
         }
         Ok(found)
     }

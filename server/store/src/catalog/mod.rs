@@ -6,7 +6,7 @@
 //! Concerns: `units` (transactions, write units), `collections`, `attributes`, `tables` (entry
 //! tables' lifecycle), `indexes`, `entry_constraints`, `entries`, `acl`, `sequences`,
 //! `principals` (users, groups, subjects), `replica_sites`, `settings` (and revoked tokens),
-//! `dump` (the listings dump and copy need).
+//! `dump` (the listings dump and copy need), `shared` (the change feed between processes, resumable TCP sessions).
 
 mod acl;
 mod attributes;
@@ -19,6 +19,7 @@ mod principals;
 mod replica_sites;
 mod sequences;
 mod settings;
+mod shared;
 mod tables;
 mod units;
 
@@ -28,7 +29,8 @@ use ardacat_core::query::Term;
 use ardacat_core::query::ast::Expr;
 use ardacat_core::store::{
     AttrDef, CollectionInfo, ConstraintDef, ConstraintRule, DeletePlan, EntryMeta, EntryMetaChange, IndexColumn,
-    IndexDef, NewEntry, RowSender, SelectPlan, SiteRecord, Store, StoreConn, UpdatePlan, UserRecord,
+    IndexDef, NewEntry, RemoteChanges, RowSender, SavedTcpSession, SelectPlan, SiteRecord, Store, StoreConn,
+    UpdatePlan, UserRecord,
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
 use chrono::Utc;
@@ -60,6 +62,7 @@ pub fn map_err(e: StoreError) -> Error {
         StoreError::PoolTimeout => Error::LimitExceeded("no database connection free in time".into()),
         StoreError::Busy => Error::Transaction("the database is busy; try again".into()),
         StoreError::Timeout => Error::LimitExceeded("query time limit exceeded; the statement was cancelled".into()),
+        StoreError::ReadOnly => Error::ReadOnlyReplica(None),
         StoreError::ValueDoesNotFit(_) => Error::InvalidValue("value does not fit its attribute type".into()),
         // The catalogue names the constraint (`Catalogue::unit`).
         StoreError::ConstraintViolation(id) => Error::ConstraintViolation { id, text: String::new() },
@@ -71,7 +74,8 @@ pub fn map_err(e: StoreError) -> Error {
 }
 
 /// How long a cached schema fact may be served without re-reading it. Changes made through this
-/// process invalidate at once; the bound is for other processes sharing the database.
+/// process invalidate at once, and on PostgreSQL so do other processes' (`shared`: the change
+/// feed); the bound is for a SQLite file shared by several processes.
 const SCHEMA_CACHE_TTL: Duration = Duration::from_secs(1);
 /// Most paths remembered before the path map starts over.
 const SCHEMA_CACHE_PATHS: usize = 50_000;
@@ -87,6 +91,8 @@ struct SchemaCache {
     /// Collections whose entry table is known to exist (committed). A table, once created, stays
     /// until its collection is removed, so this set needs no expiry and survives `clear`.
     tables: HashSet<i64>,
+    /// Moves at every `clear`: a fact read before a clear must not be stored after it.
+    generation: u64,
 }
 
 impl SchemaCache {
@@ -95,6 +101,7 @@ impl SchemaCache {
     }
 
     fn clear(&mut self) {
+        self.generation += 1;
         self.by_path.clear();
         self.attrs.clear();
         self.acls.clear();
@@ -106,6 +113,7 @@ impl SchemaCache {
 pub struct SqlStore {
     db: Db,
     cache: Arc<Mutex<SchemaCache>>,
+    feed: Arc<shared::Feed>,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -116,7 +124,7 @@ impl std::fmt::Debug for SqlStore {
 
 impl SqlStore {
     pub fn new(db: Db) -> Self {
-        SqlStore { db, cache: Arc::default() }
+        SqlStore { db, cache: Arc::default(), feed: Arc::default() }
     }
 
     pub fn db(&self) -> &Db {
@@ -144,7 +152,9 @@ impl Store for SqlStore {
             dialect: dialect_of(conn.backend()),
             conn,
             cache: self.cache.clone(),
+            feed: self.feed.clone(),
             schema_changed: false,
+            announce: shared::Announce::Nothing,
             unit: None,
         })
     }
@@ -152,14 +162,21 @@ impl Store for SqlStore {
     fn backend_name(&self) -> &'static str {
         self.db.backend().name()
     }
+
+    fn remote_changes(&self) -> RemoteChanges {
+        self.feed.remote_changes()
+    }
 }
 
 pub struct SqlConn {
     conn: Conn,
     dialect: Dialect,
     cache: Arc<Mutex<SchemaCache>>,
+    feed: Arc<shared::Feed>,
     /// This connection's open transaction changed schema facts: clear the cache when it ends.
     schema_changed: bool,
+    /// This connection's open transaction changed what other processes cache: notify at commit.
+    announce: shared::Announce,
     /// The write unit open on this connection (`StoreConn::begin_unit`), if any.
     unit: Option<Unit>,
 }
@@ -229,13 +246,29 @@ impl SqlConn {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Reads inside a transaction may see uncommitted changes: they neither use nor fill the cache.
+    /// Reads inside a transaction may see uncommitted changes: they neither use nor fill the
+    /// cache; nor does anyone while the change feed is lost (other processes' changes unseen).
     fn cacheable(&self) -> bool {
-        !self.conn.in_transaction()
+        !self.conn.in_transaction() && !self.feed.lost()
+    }
+
+    /// The cache generation before a read whose result may be cached ([`Self::cache_fill`]).
+    fn cache_generation(&self) -> u64 {
+        self.cache().generation
+    }
+
+    /// Stores a fact read at `generation` unless the cache was cleared meanwhile (the fact may
+    /// predate the change that cleared it).
+    fn cache_fill(&self, generation: u64, fill: impl FnOnce(&mut SchemaCache)) {
+        let mut cache = self.cache();
+        if cache.generation == generation {
+            fill(&mut cache);
+        }
     }
 
     /// A schema fact changed: drop everything cached, now and again when the transaction ends.
     fn schema_changed(&mut self) {
+        self.announce(false);
         self.cache().clear();
         if self.conn.in_transaction() {
             self.schema_changed = true;
@@ -632,6 +665,21 @@ impl StoreConn for SqlConn {
 
     async fn put_setting(&mut self, key: &str, value: &str) -> Result<()> {
         SqlConn::put_setting(self, key, value).await
+    }
+
+    async fn put_tcp_session(
+        &mut self,
+        id: i64,
+        saved: &SavedTcpSession,
+        expires: i64,
+        now: i64,
+        create: bool,
+    ) -> Result<bool> {
+        SqlConn::put_tcp_session(self, id, saved, expires, now, create).await
+    }
+
+    async fn tcp_session(&mut self, id: i64, now: i64) -> Result<Option<(SavedTcpSession, i64)>> {
+        SqlConn::tcp_session(self, id, now).await
     }
 }
 

@@ -15,6 +15,7 @@ impl SqlConn {
     }
 
     pub(super) async fn create_user(&mut self, name: &str, password_hash: Option<&str>) -> Result<()> {
+        self.announce(true);
         self.writing()?;
         let insert = principal_sql::insert_user(self.dialect, name, password_hash, now());
         self.exec_compiled(&insert).await.map(|_| ()).map_err(|e| match e {
@@ -24,6 +25,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_user(&mut self, name: &str) -> Result<bool> {
+        self.announce(true);
         self.writing()?;
         let [members, acls, user] = principal_sql::delete_user(self.dialect, name);
         self.exec_compiled(&members).await?;
@@ -33,11 +35,13 @@ impl SqlConn {
     }
 
     pub(super) async fn set_password(&mut self, name: &str, password_hash: &str) -> Result<bool> {
+        self.announce(true);
         self.writing()?;
         Ok(self.exec_compiled(&principal_sql::update_password(self.dialect, name, password_hash)).await? > 0)
     }
 
     pub(super) async fn add_subject(&mut self, name: &str, subject: &str) -> Result<()> {
+        self.announce(true);
         self.writing()?;
         let insert = principal_sql::insert_subject(self.dialect, name, subject);
         self.exec_compiled(&insert).await.map(|_| ()).map_err(|e| match e {
@@ -47,6 +51,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_subject(&mut self, name: &str, subject: &str) -> Result<bool> {
+        self.announce(true);
         self.writing()?;
         Ok(self.exec_compiled(&statements::delete_user_subject(self.dialect, name, subject)).await? > 0)
     }
@@ -62,6 +67,7 @@ impl SqlConn {
     }
 
     pub(super) async fn create_group(&mut self, name: &str, owner: &str) -> Result<()> {
+        self.announce(true);
         self.writing()?;
         let insert = principal_sql::insert_group(self.dialect, name, owner);
         self.exec_compiled(&insert).await.map(|_| ()).map_err(|e| match e {
@@ -71,6 +77,7 @@ impl SqlConn {
     }
 
     pub(super) async fn remove_group(&mut self, name: &str) -> Result<bool> {
+        self.announce(true);
         self.writing()?;
         let [members, acls, group] = principal_sql::delete_group(self.dialect, name);
         self.exec_compiled(&members).await?;
@@ -80,11 +87,13 @@ impl SqlConn {
     }
 
     pub(super) async fn add_member(&mut self, group: &str, user: &str) -> Result<()> {
+        self.announce(true);
         self.writing()?;
         self.exec_compiled(&principal_sql::insert_member(self.dialect, group, user)).await.map(|_| ())
     }
 
     pub(super) async fn remove_member(&mut self, group: &str, user: &str) -> Result<bool> {
+        self.announce(true);
         self.writing()?;
         Ok(self.exec_compiled(&principal_sql::delete_member(self.dialect, group, user)).await? > 0)
     }

@@ -37,12 +37,17 @@ impl SqlConn {
     }
 
     pub(super) async fn commit_tx(&mut self) -> Result<()> {
+        if let Err(e) = self.send_announcement().await {
+            let _ = self.rollback_tx().await;
+            return Err(e);
+        }
         let r = self.conn.commit().await.map_err(map_err);
         self.end_transaction();
         r
     }
 
     pub(super) async fn rollback_tx(&mut self) -> Result<()> {
+        self.announce = shared::Announce::Nothing;
         let r = self.conn.rollback().await.map_err(map_err);
         self.end_transaction();
         r

@@ -35,6 +35,7 @@ pub mod migrate;
 mod postgres;
 mod sqlite;
 pub(crate) mod sqlite_math;
+pub mod standby;
 
 use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType};
@@ -210,6 +211,14 @@ impl Db {
         match self.inner {
             DbInner::Sqlite(_) => Backend::Sqlite,
             DbInner::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The PostgreSQL pool itself (for a `LISTEN` connection); `None` on SQLite.
+    pub(crate) fn pg_pool(&self) -> Option<sqlx::PgPool> {
+        match &self.inner {
+            DbInner::Sqlite(_) => None,
+            DbInner::Postgres(p) => Some(p.pg_pool()),
         }
     }
 

@@ -100,6 +100,10 @@ impl Pool {
         Ok(Conn { conn: Some(conn), pool: self.pool.clone(), in_tx: false, dirty: false, discard: false })
     }
 
+    pub(crate) fn pg_pool(&self) -> PgPool {
+        self.pool.clone()
+    }
+
     pub(crate) fn stats(&self) -> PoolStats {
         let size = self.pool.size() as usize;
         let idle = self.pool.num_idle().min(size);

@@ -20,6 +20,7 @@ pub mod principals;
 pub mod replicas;
 pub mod sequences;
 pub mod settings;
+pub mod shared;
 pub mod statements;
 pub mod tables;
 

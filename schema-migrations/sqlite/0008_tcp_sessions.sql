@@ -1,0 +1,11 @@
+-- Resumable TCP sessions (AMGA `Sessions = allow|force`) shared by every server process on one
+-- database: who the session is, its current directory and escape mode (`escaped`). The id is signed
+-- (service/sessions.rs); rows past `expires` (epoch seconds) are refused and may be purged.
+CREATE TABLE tcp_sessions (
+    id        INTEGER PRIMARY KEY,
+    user_name TEXT NOT NULL,
+    cwd       TEXT NOT NULL,
+    escaped   INTEGER NOT NULL,
+    expires   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX tcp_sessions_expires ON tcp_sessions (expires);
