@@ -70,7 +70,7 @@ impl SqlStore {
     /// schema fact and [`Store::remote_changes`] says `Lost`; the task reconnects by itself and
     /// ends when the pool closes. A no-op on SQLite.
     pub async fn watch_changes(&self, wait: Duration) {
-        let Some(pool) = self.db.pg_pool() else { return };
+        let Some(pool) = self.db.pg_listen_pool() else { return };
         let (feed, cache) = (self.feed.clone(), self.cache.clone());
         feed.set(LOST, &cache);
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();

@@ -214,11 +214,12 @@ impl Db {
         }
     }
 
-    /// The PostgreSQL pool itself (for a `LISTEN` connection); `None` on SQLite.
-    pub(crate) fn pg_pool(&self) -> Option<sqlx::PgPool> {
+    /// The PostgreSQL pool of the one `LISTEN` connection, apart from the statement pool;
+    /// `None` on SQLite.
+    pub(crate) fn pg_listen_pool(&self) -> Option<sqlx::PgPool> {
         match &self.inner {
             DbInner::Sqlite(_) => None,
-            DbInner::Postgres(p) => Some(p.pg_pool()),
+            DbInner::Postgres(p) => Some(p.listen_pool()),
         }
     }
 

@@ -59,6 +59,9 @@ fn sql(text: &str) -> SqlStr {
 #[derive(Clone)]
 pub(crate) struct Pool {
     pool: PgPool,
+    /// One connection of its own for `LISTEN` (`catalog::shared`), outside `db_pool_size`: a
+    /// listener holds its connection for the life of the process, which would starve a small pool.
+    listen: PgPool,
 }
 
 impl Pool {
@@ -76,6 +79,10 @@ impl Pool {
             connect =
                 connect.options([("statement_timeout", format!("{}ms", opts.statement_timeout.as_millis().max(1)))]);
         }
+        let listen = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(opts.acquire_timeout)
+            .connect_lazy_with(connect.clone());
         let pool = PgPoolOptions::new()
             .max_connections(u32::try_from(size).unwrap_or(u32::MAX))
             .acquire_timeout(opts.acquire_timeout)
@@ -92,7 +99,7 @@ impl Pool {
             })
             .connect_with(connect)
             .await?;
-        Ok(Pool { pool })
+        Ok(Pool { pool, listen })
     }
 
     pub(crate) async fn acquire(&self) -> Result<Conn, StoreError> {
@@ -100,8 +107,9 @@ impl Pool {
         Ok(Conn { conn: Some(conn), pool: self.pool.clone(), in_tx: false, dirty: false, discard: false })
     }
 
-    pub(crate) fn pg_pool(&self) -> PgPool {
-        self.pool.clone()
+    /// The pool of the one `LISTEN` connection.
+    pub(crate) fn listen_pool(&self) -> PgPool {
+        self.listen.clone()
     }
 
     pub(crate) fn stats(&self) -> PoolStats {
@@ -112,7 +120,8 @@ impl Pool {
 
     /// Closes the pool; waits until every connection in use has been returned.
     pub(crate) async fn close(&self) {
-        self.pool.close().await;
+        // A closed pool ends the listener's wait (sqlx's pool close event), so both finish.
+        tokio::join!(self.listen.close(), self.pool.close());
     }
 }
 

@@ -71,7 +71,8 @@ impl<S: Store> Catalogue<S> {
     /// `dump [<dir>]`: the subtree at `dir` (default `/`) as dump lines, header first and
     /// trailer last, each line one row of one value. Needs read on `dir`; sub-collections the
     /// caller cannot read are left out with everything below them, and so are entries it cannot
-    /// read. Inside the caller's `transaction` it reads one consistent state.
+    /// read. Not a snapshot: on PostgreSQL each statement sees the latest commit, also inside a
+    /// `transaction` (READ COMMITTED); on SQLite a `transaction` holds one state (docs/dump-format.md).
     pub async fn dump<K: RowSink>(&self, s: &mut Session<S>, dir: &str, sink: &mut K) -> Result<DumpSummary> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
