@@ -11,12 +11,13 @@
 mod common;
 #[path = "common/pgcluster.rs"]
 mod pgcluster;
+#[path = "common/soap_raw.rs"]
+mod soap_raw;
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use common::*;
 use pgcluster::Cluster;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -179,25 +180,8 @@ async fn standby_behind_the_schema_is_refused_at_start() {
 
 // ---- SOAP over raw HTTP ----
 
-const NS: &str = "urn:ardacat:metadata:1";
-
 async fn soap(addr: SocketAddr, op: &str, inner: &str) -> (u16, String) {
-    let body = format!(
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body><m:{op} xmlns:m=\"{NS}\">{inner}</m:{op}></soap:Body></soap:Envelope>"
-    );
-    let auth = base64::engine::general_purpose::STANDARD.encode(format!("root:{ROOT_PASSWORD}"));
-    let req = format!(
-        "POST /soap HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml; charset=utf-8\r\nSOAPAction: \"{NS}#{op}\"\r\n\
-         Authorization: Basic {auth}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(req.as_bytes()).await.expect("write");
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut out)).await.expect("answer").expect("read");
-    let out = String::from_utf8_lossy(&out).into_owned();
-    let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, out)
+    soap_raw::soap(addr, "root", ROOT_PASSWORD, op, inner).await
 }
 
 /// The texts of the `<…name>` elements of a response.

@@ -9,6 +9,8 @@
 
 #[macro_use]
 mod common;
+#[path = "common/cli.rs"]
+mod cli;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -420,39 +422,10 @@ async fn rust_client_over_tls(b: Backend) {
 // ------------------------------------------------------------------------------------------
 // The `ardacat` command-line client over TLS
 
-/// The real `ardacat` binary. It belongs to another package (ardacat-client), for whose
-/// binaries cargo sets no `CARGO_BIN_EXE_*` here, so it is built once per test process with the
-/// cargo running these tests (a no-op when it is up to date), into the same target directory and
-/// profile as `ardacat-server`.
-async fn ardacat_cli() -> PathBuf {
-    static BIN: tokio::sync::OnceCell<PathBuf> = tokio::sync::OnceCell::const_new();
-    BIN.get_or_init(|| async {
-        let server = PathBuf::from(env!("CARGO_BIN_EXE_ardacat-server"));
-        let out = server.parent().expect("binary directory").to_path_buf();
-        let dir_name = out.file_name().and_then(|n| n.to_str()).expect("profile directory").to_string();
-        let profile = if dir_name == "debug" { "dev".to_string() } else { dir_name };
-        let target = out.parent().expect("target directory").to_path_buf();
-        let status = tokio::process::Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "ardacat-client", "--bin", "ardacat", "--profile", &profile])
-            .arg("--target-dir")
-            .arg(&target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .await
-            .expect("run cargo build for the ardacat CLI");
-        assert!(status.success(), "building the ardacat CLI failed");
-        let bin = out.join(format!("ardacat{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.is_file(), "no CLI at {}", bin.display());
-        bin
-    })
-    .await
-    .clone()
-}
-
 /// Runs `ardacat <args>` one-shot in `dir` (also its HOME, so no mdclient.config of the machine
 /// is read); returns (exit code, stdout, stderr).
 async fn cli(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
-    let out = tokio::process::Command::new(ardacat_cli().await)
+    let out = tokio::process::Command::new(cli::ardacat_cli().await)
         .args(args)
         .current_dir(dir)
         .env("HOME", dir)
