@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use ardacat_client::Client;
+
+use super::transfer::Counting;
 use indicatif::{ProgressBar, ProgressStyle};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -88,20 +90,6 @@ async fn write_dump(client: &mut Client, path: &str, out: Option<&Path>) -> anyh
         eprintln!("dumped {entries} entries in {:.2} s", started.elapsed().as_secs_f64());
     }
     Ok(())
-}
-
-/// Counts the bytes read through it, for the progress bar's position and ETA.
-struct Counting<R> {
-    inner: R,
-    count: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
 }
 
 /// The dump's lines from `input` (or standard input), decompressed by their magic bytes.

@@ -15,10 +15,10 @@ use ardacat_client::csv::{CsvReader, write_record};
 use ardacat_client::shape::column_name;
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Counts the bytes read through it, for a byte-based progress bar.
-struct Counting<R> {
-    inner: R,
-    count: Arc<AtomicU64>,
+/// Counts the bytes read through it, for a byte-based progress bar (import, restore).
+pub(super) struct Counting<R> {
+    pub(super) inner: R,
+    pub(super) count: Arc<AtomicU64>,
 }
 
 impl<R: Read> Read for Counting<R> {
