@@ -153,6 +153,16 @@ async fn non_root_dumps_what_it_may_read(backend: Backend) {
     }
     let all = dump_file(&srv, tmp.path(), "root", fixture::NEW_ROOT_PASSWORD, "/", "root.dump").await;
     assert!(text(&all).contains("\nE\t/data\te4\t") && text(&all).contains("/private"));
+    // `dump_count` (the CLI's ETA) counts what that caller's dump holds, by the same rules.
+    let entries = |d: &[u8]| text(d).matches("\nE\t").count().to_string();
+    let mut a = RawConn::login(srv.tcp, "alice", Some(fixture::ALICE_PASSWORD)).await;
+    assert_eq!(ok(&mut a, "dump_count /").await, [entries(&mine)]);
+    assert_eq!(ok(&mut a, "dump_count").await, [entries(&mine)]);
+    let refused = String::from_utf8_lossy(&a.cmd("dump_count /private").await).into_owned();
+    assert!(refused.starts_with("4 "), "{refused:?}");
+    let mut r = RawConn::login(srv.tcp, "root", Some(fixture::NEW_ROOT_PASSWORD)).await;
+    assert_eq!(ok(&mut r, "dump_count /").await, [entries(&all)]);
+    assert_ne!(entries(&all), entries(&mine), "the fixture hides entries from alice");
     let (code, _, err) = cli::cli_as(
         tmp.path(),
         srv.tcp,

@@ -61,8 +61,19 @@ pub async fn dump(client: &mut Client, path: &str, out: Option<&Path>) -> anyhow
 
 async fn write_dump(client: &mut Client, path: &str, out: Option<&Path>) -> anyhow::Result<()> {
     let mut sink = output(out)?;
-    let bar = if on_terminal() { ProgressBar::new_spinner() } else { ProgressBar::hidden() };
-    bar.set_style(style("{spinner} {msg} ({elapsed})"));
+    // The total for the ETA comes from the server's count of the same entries (a server
+    // without `dump_count` gets a spinner instead; without a terminal there is no display).
+    let total = if on_terminal() { client.dump_count(path).await.ok() } else { None };
+    let bar = match (on_terminal(), total) {
+        (false, _) => ProgressBar::hidden(),
+        (true, Some(n)) if n > 0 => ProgressBar::new(n),
+        (true, _) => ProgressBar::new_spinner(),
+    };
+    bar.set_style(if bar.length().is_some() {
+        style("{bar:40} {msg} ({elapsed}, eta {eta})")
+    } else {
+        style("{spinner} {msg} ({elapsed})")
+    });
     bar.enable_steady_tick(Duration::from_millis(200));
     let started = Instant::now();
     let (mut entries, mut last) = (0u64, String::new());
@@ -72,6 +83,7 @@ async fn write_dump(client: &mut Client, path: &str, out: Option<&Path>) -> anyh
         if line.starts_with("E\t") {
             entries += 1;
             if entries.is_multiple_of(1000) {
+                bar.set_position(entries);
                 bar.set_message(format!("{entries} entries ({:.0} entries/s)", rate(entries, started)));
             }
         }

@@ -28,6 +28,13 @@ impl Client {
         self.stream(&line).await
     }
 
+    /// `dump_count [<dir>]` (an ardacat extension): how many entries `dump <dir>` would hold
+    /// now, for a progress display.
+    pub async fn dump_count(&mut self, dir: &str) -> Result<u64> {
+        let n = self.single(&["dump_count", dir]).await?;
+        n.trim().parse().map_err(|_| ClientError::Protocol(format!("dump_count answered {n:?}")))
+    }
+
     /// Restores the dump whose lines `lines` yields (without newlines) into `into` (default: the
     /// dump's own root). `seen` is called with each line sent. A line that cannot be read ends
     /// the restore with `restore_abort` and returns that error; nothing is kept then.

@@ -1,4 +1,5 @@
-//! Dump and restore over the wire: `dump [<dir>]` answers the dump's lines, one value each;
+//! Dump and restore over the wire: `dump [<dir>]` answers the dump's lines, one value each
+//! (`dump_count [<dir>]`, an ardacat extension, answers how many entries it would hold);
 //! `restore [<dir>]`, then `restore_put <record>…` (unanswered, any number of records per
 //! command), then `restore_end` (answers the numbers of records and entries) or
 //! `restore_abort`. The format, the rules and the one transaction are the catalogue's
@@ -13,6 +14,7 @@ use super::{CommandSpec, Ctx, Outcome};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
     Dump(String),
+    Count(String),
     Restore(Option<String>),
     Put(Vec<String>),
     End,
@@ -40,6 +42,18 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         parse: |c, a| match a {
             [] => Ok(Cmd::Dump("/".into()).into()),
             [d] => Ok(Cmd::Dump(d.clone()).into()),
+            _ => Err(c.wrong()),
+        },
+    },
+    CommandSpec {
+        name: "dump_count",
+        aliases: &[],
+        usage: "dump_count [<dir>]",
+        kind: Read,
+        in_upload: false,
+        parse: |c, a| match a {
+            [] => Ok(Cmd::Count("/".into()).into()),
+            [d] => Ok(Cmd::Count(d.clone()).into()),
             _ => Err(c.wrong()),
         },
     },
@@ -87,6 +101,10 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
     match cmd {
         Cmd::Dump(dir) => {
             cat.dump(&mut st.session, &dir, cx.reply).await?;
+        }
+        Cmd::Count(dir) => {
+            let n = cat.dump_count(&mut st.session, &dir).await?;
+            cx.reply.value(Some(&n.to_string())).await?;
         }
         Cmd::Restore(into) => {
             if st.restore.is_some() {

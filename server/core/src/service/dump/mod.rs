@@ -16,7 +16,7 @@ use super::{Catalogue, RowSink, Session};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::perm::{AclEntry, Mode, Principal, READ};
-use crate::query::ast::{Expr, OrderItem};
+use crate::query::ast::{Aggregate, Expr, Func, OrderItem};
 use crate::query::{Column, Term};
 use crate::store::{AttrDef, CollectionInfo, ConstraintRule, EntryAccess, IndexColumn, SelectPlan, Store, StoreConn};
 use crate::types::{Value, ValueType};
@@ -84,21 +84,9 @@ impl<S: Store> Catalogue<S> {
             if who.is_root() && abs == "/" {
                 dump_principals(conn, &mut w).await?;
             }
-            let mut stack = vec![root];
-            let mut done = Vec::new();
-            while let Some(c) = stack.pop() {
-                self.dump_collection(conn, &who, &c, &mut w).await?;
-                let mut kids = Vec::new();
-                for k in conn.children(c.id).await? {
-                    match Self::check(conn, &who, &k, READ).await {
-                        Ok(()) => kids.push(k),
-                        Err(Error::PermissionDenied(_)) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                kids.sort_by(|a, b| b.path.as_bytes().cmp(a.path.as_bytes()));
-                stack.extend(kids);
-                done.push(c);
+            let done = Self::readable_subtree(conn, &who, root).await?;
+            for c in &done {
+                self.dump_collection(conn, &who, c, &mut w).await?;
             }
             // Constraints last: a reference needs the entries it refers to and the unique
             // constraint it relies on, so references come after every other kind.
@@ -113,6 +101,69 @@ impl<S: Store> Catalogue<S> {
             Ok(summary)
         })
         .await
+    }
+
+    /// `dump_count [<dir>]`: how many entries a `dump` of `dir` by this caller would hold now,
+    /// counted with the dump's own rules (the same collections, the same entry permissions), for
+    /// a progress display's ETA. A count, not a promise: writes in between change it.
+    pub async fn dump_count(&self, s: &mut Session<S>, dir: &str) -> Result<u64> {
+        let abs = path::absolute(&s.cwd, dir)?;
+        let who = s.principal.clone();
+        self.read(s, async |conn| {
+            let root = Self::must_collection(conn, &abs).await?;
+            Self::check(conn, &who, &root, READ).await?;
+            let mut total = 0u64;
+            for c in Self::readable_subtree(conn, &who, root).await? {
+                let plan = SelectPlan {
+                    tables: vec![c.id],
+                    columns: vec![Expr::Call(Func::Aggregate(Aggregate::Count, false), Vec::new())],
+                    column_types: vec![ValueType::Int],
+                    filter: None,
+                    name_patterns: Vec::new(),
+                    order_by: Vec::new(),
+                    distinct: false,
+                    limit: None,
+                    after: None,
+                    access: EntryAccess::new(&who, vec![READ]),
+                    group_by: Vec::new(),
+                    having: None,
+                    offset: None,
+                };
+                match conn.select_few(&plan).await?.first().and_then(|r| r.first()) {
+                    Some(Value::Int(n)) => total += u64::try_from(*n).unwrap_or(0),
+                    // No entry table yet (it is made with the first entry): nothing to count.
+                    None => {}
+                    other => return Err(Error::Internal(format!("an entry count answered {other:?}"))),
+                }
+            }
+            Ok(total)
+        })
+        .await
+    }
+
+    /// `root` and the collections below it the caller may read, in dump order (depth first,
+    /// children by path in byte order); an unreadable collection hides everything below it.
+    async fn readable_subtree(
+        conn: &mut S::Conn,
+        who: &Principal,
+        root: CollectionInfo,
+    ) -> Result<Vec<CollectionInfo>> {
+        let mut stack = vec![root];
+        let mut done = Vec::new();
+        while let Some(c) = stack.pop() {
+            let mut kids = Vec::new();
+            for k in conn.children(c.id).await? {
+                match Self::check(conn, who, &k, READ).await {
+                    Ok(()) => kids.push(k),
+                    Err(Error::PermissionDenied(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            kids.sort_by(|a, b| b.path.as_bytes().cmp(a.path.as_bytes()));
+            stack.extend(kids);
+            done.push(c);
+        }
+        Ok(done)
     }
 
     /// One collection: `C`, then its `A`, `X`, `L`, `S`, `E` and `EL` records.
