@@ -13,7 +13,7 @@ mod fixture;
 
 use std::path::Path;
 
-use common::{Backend, ROOT_PASSWORD, RawConn, TestServer, ok};
+use common::{Backend, ROOT_PASSWORD, RawConn, TestDb, TestServer, ok};
 use sha2::{Digest, Sha256};
 
 fn other(b: Backend) -> Backend {
@@ -295,6 +295,85 @@ async fn restore_commands_on_the_wire(backend: Backend) {
     assert_eq!(c.lines("restore_put x").await.0, 3);
 }
 
+/// A dump is one state of the catalogue: writes committed while it streams (its client reads
+/// nothing for a while, so the server waits inside the first collection's entries) are not in
+/// it, and the next dump has them.
+async fn dump_is_one_state_while_writes_go_on(backend: Backend) {
+    let srv = TestServer::start(backend).await;
+    let mut root = srv.raw().await;
+    // /a: far more bytes than the socket buffers and the server's row channel hold.
+    ok(&mut root, "createdir /a").await;
+    ok(&mut root, "addattr /a t text").await;
+    let pad = "p".repeat(300);
+    let mut block = String::from("upload /a t\n");
+    for i in 0..60_000 {
+        block.push_str(&format!("put e{i:05} {pad}\n"));
+    }
+    root.send(block.as_bytes()).await;
+    ok(&mut root, "commit").await;
+    ok(&mut root, "createdir /b").await;
+    ok(&mut root, "addattr /b v int").await;
+    ok(&mut root, "addentry /b/old v 1").await;
+
+    let mut d = srv.raw().await;
+    d.send(b"dump /\n").await;
+    let head = d.read_some(4096).await;
+    assert!(String::from_utf8_lossy(&head).contains("E\t/a\te00000\t"), "the dump has begun: {head:?}");
+    // Committed while the dump waits for its reader.
+    ok(&mut root, "addentry /b/new v 2").await;
+    ok(&mut root, "setattr /b/old v 3").await;
+    ok(&mut root, "createdir /c").await;
+    let (_, tail) = d.drain_reply(64 * 1024).await;
+    let tail = String::from_utf8_lossy(&tail).into_owned();
+    assert!(tail.contains("E\t/b\told\troot\t"), "the dump's end holds /b: {tail}");
+    for later in ["E\t/b\tnew\t", "C\t/c\t"] {
+        assert!(!tail.contains(later), "a write made during the dump is in it: {later:?}");
+    }
+    let old = tail.lines().find(|l| l.contains("E\t/b\told\t")).unwrap();
+    assert!(old.ends_with("\t1"), "/b/old as before the dump: {old:?}");
+    let next = wire_dump(&srv, ROOT_PASSWORD, "/b").await;
+    assert!(text(&next).contains("E\t/b\tnew\t") && text(&next).contains("E\t/b\told\troot\troot\t644\t3\n"));
+}
+
+/// A dump that ends early — cancelled with CAN, or its client gone — leaves no snapshot behind
+/// on the one pooled connection and gives that connection back (the next command waits for it):
+/// the next readers see writes made since.
+async fn an_interrupted_dump_leaves_no_snapshot(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("ardacat.toml");
+    std::fs::write(&cfg, "db_pool_size = 1\n").unwrap();
+    let srv = TestServer::start_with(TestDb::new(backend).await, &["--config", cfg.to_str().unwrap()]).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, "createdir /a").await;
+    ok(&mut root, "addattr /a t text").await;
+    let pad = "p".repeat(300);
+    let mut block = String::from("upload /a t\n");
+    for i in 0..60_000 {
+        block.push_str(&format!("put e{i:05} {pad}\n"));
+    }
+    root.send(block.as_bytes()).await;
+    ok(&mut root, "commit").await;
+    for (round, how) in ["cancel", "hang up"].iter().enumerate() {
+        let mut d = srv.raw().await;
+        d.send(b"dump /a\n").await;
+        assert!(!d.read_some(4096).await.is_empty(), "{how}: the dump began");
+        if *how == "cancel" {
+            d.send(b"\x18").await;
+            let (_, tail) = d.drain_reply(256).await;
+            assert!(String::from_utf8_lossy(&tail).contains("\x1820 "), "{how}: {tail:?}");
+            // The same connection goes on reading the present.
+            ok(&mut d, &format!("addentry /a/x{round} t new")).await;
+            assert_eq!(ok(&mut d, &format!("getattr /a/x{round} t")).await, [format!("x{round}"), "new".into()]);
+        } else {
+            drop(d);
+            ok(&mut root, &format!("addentry /a/x{round} t new")).await;
+        }
+        // Another connection, on the same single pooled database connection.
+        let mut r = srv.raw().await;
+        assert_eq!(ok(&mut r, &format!("getattr /a/x{round} t")).await, [format!("x{round}"), "new".into()], "{how}");
+    }
+}
+
 on_both_backends!(
     round_trip_to_the_other_backend,
     compressed_dumps_and_into,
@@ -302,4 +381,6 @@ on_both_backends!(
     damaged_dumps_change_nothing,
     restore_failing_midway_changes_nothing,
     restore_commands_on_the_wire,
+    dump_is_one_state_while_writes_go_on,
+    an_interrupted_dump_leaves_no_snapshot,
 );

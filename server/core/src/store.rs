@@ -290,6 +290,11 @@ pub trait StoreConn: Send + 'static {
     /// rolled back first: a command is all or nothing.
     fn commit(&mut self) -> impl Future<Output = Result<()>> + Send;
     fn rollback(&mut self) -> impl Future<Output = Result<()>> + Send;
+    /// Opens a read-only snapshot outside any transaction: every read until
+    /// [`StoreConn::end_snapshot`] sees one state of the database (a dump). No writes inside.
+    fn begin_snapshot(&mut self) -> impl Future<Output = Result<()>> + Send;
+    /// Ends the snapshot; a no-op when none is open.
+    fn end_snapshot(&mut self) -> impl Future<Output = Result<()>> + Send;
     /// Opens the atomic unit of one command: a savepoint inside the user's transaction, else a
     /// transaction of its own. Units do not nest; a unit left open by a command whose future was
     /// dropped (cancel) is rolled back here before the new one starts.

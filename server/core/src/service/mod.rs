@@ -255,6 +255,28 @@ impl<S: Store> Catalogue<S> {
         }
     }
 
+    /// [`Catalogue::read`] for a command that reads many statements and must see one state
+    /// (a dump): outside a transaction in a read-only snapshot of its own; inside the user's
+    /// transaction as `read` does (that transaction's state: a snapshot on SQLite, each
+    /// statement's latest commit on PostgreSQL, which cannot change isolation mid-way).
+    pub(crate) async fn read_snapshot<T>(
+        &self,
+        s: &mut Session<S>,
+        f: impl AsyncFnOnce(&mut S::Conn) -> Result<T>,
+    ) -> Result<T> {
+        if s.tx.is_some() {
+            return self.read(s, f).await;
+        }
+        let mut conn = self.inner.store.acquire().await?;
+        conn.begin_snapshot().await?;
+        let r = f(&mut conn).await;
+        // A failure to end it wins only over success: the reads were done either way.
+        let ended = conn.end_snapshot().await;
+        let r = r?;
+        ended?;
+        Ok(r)
+    }
+
     /// The unit itself, on a connection the caller holds (also for the service's own writes
     /// outside any session: the token key, the first root user, revoked tokens).
     pub(crate) async fn unit<T>(conn: &mut S::Conn, f: impl AsyncFnOnce(&mut S::Conn) -> Result<T>) -> Result<T> {

@@ -332,6 +332,14 @@ impl StoreConn for SqlConn {
         SqlConn::begin_unit(self).await
     }
 
+    async fn begin_snapshot(&mut self) -> Result<()> {
+        SqlConn::begin_snapshot(self).await
+    }
+
+    async fn end_snapshot(&mut self) -> Result<()> {
+        SqlConn::end_snapshot(self).await
+    }
+
     async fn end_unit(&mut self, ok: bool) -> Result<()> {
         SqlConn::end_unit(self, ok).await
     }

@@ -1,4 +1,4 @@
-//! Transactions and write units (own transaction or savepoint) on one connection. Must not run
+//! Transactions, write units (own transaction or savepoint) and read snapshots on one connection. Must not run
 //! catalogue statements; every write method checks `writing` first.
 
 use super::*;
@@ -70,6 +70,17 @@ impl SqlConn {
     pub(super) async fn rollback(&mut self) -> Result<()> {
         self.unit = None;
         self.rollback_tx().await
+    }
+
+    pub(super) async fn begin_snapshot(&mut self) -> Result<()> {
+        if self.unit.is_some() {
+            return Err(Error::Internal("a snapshot opens only outside a unit".into()));
+        }
+        self.conn.begin_snapshot().await.map_err(map_err)
+    }
+
+    pub(super) async fn end_snapshot(&mut self) -> Result<()> {
+        self.conn.end_snapshot().await.map_err(map_err)
     }
 
     pub(super) async fn begin_unit(&mut self) -> Result<()> {

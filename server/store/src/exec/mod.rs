@@ -454,6 +454,28 @@ impl Conn {
         dispatch!(self, c => c.begin().await)
     }
 
+    /// Open a read-only snapshot: every statement until [`Conn::end_snapshot`] sees the one
+    /// state of the database of the first (a dump). SQLite: a deferred read transaction on the
+    /// connection's own pooled connection; PostgreSQL: `REPEATABLE READ READ ONLY`. Not inside
+    /// a transaction; no writes inside it.
+    pub async fn begin_snapshot(&mut self) -> Result<(), StoreError> {
+        if self.in_transaction() {
+            return Err(StoreError::Database("a transaction is already open on this connection".into()));
+        }
+        dispatch!(self, c => c.begin_snapshot().await)
+    }
+
+    /// End the snapshot of [`Conn::begin_snapshot`]; a no-op when none is open.
+    pub async fn end_snapshot(&mut self) -> Result<(), StoreError> {
+        self.tx_failed = false;
+        self.savepoints = 0;
+        match &mut self.inner {
+            ConnInner::Sqlite(c) => c.end_snapshot().await,
+            ConnInner::Postgres(c) if c.in_transaction() => c.rollback().await,
+            ConnInner::Postgres(_) => Ok(()),
+        }
+    }
+
     /// Commit the open transaction. If a statement failed inside it, the transaction is rolled
     /// back instead and an error is returned. Committing with no open transaction is an error.
     pub async fn commit(&mut self) -> Result<(), StoreError> {

@@ -419,6 +419,14 @@ impl Conn {
         Ok(())
     }
 
+    /// Opens a read-only snapshot: one state of the database for every statement until
+    /// `rollback` (REPEATABLE READ is a snapshot on PostgreSQL; READ ONLY refuses writes).
+    pub(crate) async fn begin_snapshot(&mut self) -> Result<(), StoreError> {
+        self.simple("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").await?;
+        self.in_tx = true;
+        Ok(())
+    }
+
     pub(crate) async fn commit(&mut self) -> Result<(), StoreError> {
         let r = self.simple("COMMIT").await;
         // Whatever the outcome, PostgreSQL has ended the transaction block (a failed COMMIT

@@ -242,6 +242,7 @@ impl Pool {
             pool: pool.clone(),
             gate: None,
             in_tx: false,
+            snapshot: false,
             unlimited: false,
         })
     }
@@ -350,6 +351,9 @@ pub(crate) struct Conn {
     /// pool's writer connection meanwhile.
     gate: Option<OwnedMutexGuard<()>>,
     in_tx: bool,
+    /// A read snapshot is open on the pooled connection (`begin_snapshot`): ended by
+    /// `end_snapshot`, or rolled back by a job queued when the `Conn` is dropped.
+    snapshot: bool,
     /// Jobs run without the statement deadline (migrations).
     unlimited: bool,
 }
@@ -377,10 +381,18 @@ impl Drop for Conn {
         if let Some(gate) = self.gate.take() {
             release_gate_after_rollback(&self.pool, gate);
         }
-        // The pooled connection never holds a transaction (see the module docs): straight back.
+        // The pooled connection never holds a transaction between `Conn`s (see the module
+        // docs): a snapshot left open is ended by a job queued before the next owner's jobs.
         if let Some(worker) = self.worker.take()
             && !self.pool.closed.load(Ordering::SeqCst)
         {
+            if self.snapshot {
+                let _ = worker.send(Box::new(|conn: &mut Connection| {
+                    if !conn.is_autocommit() {
+                        let _ = conn.execute_batch("ROLLBACK");
+                    }
+                }));
+            }
             self.pool.idle().push(worker);
         }
         // Released after the worker is back in `idle`, keeping permits <= idle workers.
@@ -609,6 +621,39 @@ impl Conn {
             end_gated_write(conn, gate, r)
         })
         .await
+    }
+
+    /// Opens a read snapshot on the pooled connection (a deferred `BEGIN`: WAL readers hold
+    /// the state of their first read until the end), for a dump that must see one state
+    /// across many statements. Writers are not held up; the WAL cannot be checkpointed past
+    /// the snapshot while it is open.
+    pub(crate) async fn begin_snapshot(&mut self) -> Result<(), StoreError> {
+        if self.in_tx || self.snapshot {
+            return Err(StoreError::Database("a transaction is already open on this connection".into()));
+        }
+        // Set first: if this future is dropped after the job was queued, the drop ends it.
+        self.snapshot = true;
+        let r = self.run(|conn| conn.execute_batch("BEGIN DEFERRED").map_err(StoreError::from)).await;
+        if r.is_err() {
+            self.end_snapshot().await?;
+        }
+        r
+    }
+
+    /// Ends the read snapshot (nothing was written in it: a rollback keeps nothing less).
+    pub(crate) async fn end_snapshot(&mut self) -> Result<(), StoreError> {
+        if !self.snapshot {
+            return Ok(());
+        }
+        let r =
+            self.run(|conn| {
+                if conn.is_autocommit() { Ok(()) } else { conn.execute_batch("ROLLBACK").map_err(StoreError::from) }
+            })
+            .await;
+        if r.is_ok() {
+            self.snapshot = false;
+        }
+        r
     }
 
     pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {

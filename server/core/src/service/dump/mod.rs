@@ -71,12 +71,12 @@ impl<S: Store> Catalogue<S> {
     /// `dump [<dir>]`: the subtree at `dir` (default `/`) as dump lines, header first and
     /// trailer last, each line one row of one value. Needs read on `dir`; sub-collections the
     /// caller cannot read are left out with everything below them, and so are entries it cannot
-    /// read. Not a snapshot: on PostgreSQL each statement sees the latest commit, also inside a
-    /// `transaction` (READ COMMITTED); on SQLite a `transaction` holds one state (docs/dump-format.md).
+    /// read. One state of the catalogue from header to trailer (a read snapshot; inside a
+    /// `transaction` that transaction's state, see `Catalogue::read_snapshot`; docs/dump-format.md).
     pub async fn dump<K: RowSink>(&self, s: &mut Session<S>, dir: &str, sink: &mut K) -> Result<DumpSummary> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
-        self.read(s, async |conn| {
+        self.read_snapshot(s, async |conn| {
             let root = Self::must_collection(conn, &abs).await?;
             Self::check(conn, &who, &root, READ).await?;
             let mut w = Writer { sink, tally: Tally::default() };
@@ -249,7 +249,9 @@ impl<S: Store> Catalogue<S> {
         };
         let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
         let producer = conn.select(&plan, tx);
-        let consumer = async {
+        // `move`: the receiver ends with the consumer, so a consumer that fails (the client
+        // went away) stops the producer instead of leaving it waiting on a full channel.
+        let consumer = async move {
             while let Some(row) = rx.recv().await {
                 let row = row?;
                 let mut line = String::from("E\t");
