@@ -295,22 +295,27 @@ async fn restore_commands_on_the_wire(backend: Backend) {
     assert_eq!(c.lines("restore_put x").await.0, 3);
 }
 
+/// `dir` with 60,000 entries of 300 bytes: far more than the socket buffers and the server's
+/// row channel hold, so a dump of it waits for a client that does not read.
+async fn load_big(root: &mut RawConn, dir: &str) {
+    ok(root, &format!("createdir {dir}")).await;
+    ok(root, &format!("addattr {dir} t text")).await;
+    let pad = "p".repeat(300);
+    let mut block = format!("upload {dir} t\n");
+    for i in 0..60_000 {
+        block.push_str(&format!("put e{i:05} {pad}\n"));
+    }
+    root.send(block.as_bytes()).await;
+    ok(root, "commit").await;
+}
+
 /// A dump is one state of the catalogue: writes committed while it streams (its client reads
 /// nothing for a while, so the server waits inside the first collection's entries) are not in
 /// it, and the next dump has them.
 async fn dump_is_one_state_while_writes_go_on(backend: Backend) {
     let srv = TestServer::start(backend).await;
     let mut root = srv.raw().await;
-    // /a: far more bytes than the socket buffers and the server's row channel hold.
-    ok(&mut root, "createdir /a").await;
-    ok(&mut root, "addattr /a t text").await;
-    let pad = "p".repeat(300);
-    let mut block = String::from("upload /a t\n");
-    for i in 0..60_000 {
-        block.push_str(&format!("put e{i:05} {pad}\n"));
-    }
-    root.send(block.as_bytes()).await;
-    ok(&mut root, "commit").await;
+    load_big(&mut root, "/a").await;
     ok(&mut root, "createdir /b").await;
     ok(&mut root, "addattr /b v int").await;
     ok(&mut root, "addentry /b/old v 1").await;
@@ -344,15 +349,7 @@ async fn an_interrupted_dump_leaves_no_snapshot(backend: Backend) {
     std::fs::write(&cfg, "db_pool_size = 1\n").unwrap();
     let srv = TestServer::start_with(TestDb::new(backend).await, &["--config", cfg.to_str().unwrap()]).await;
     let mut root = srv.raw().await;
-    ok(&mut root, "createdir /a").await;
-    ok(&mut root, "addattr /a t text").await;
-    let pad = "p".repeat(300);
-    let mut block = String::from("upload /a t\n");
-    for i in 0..60_000 {
-        block.push_str(&format!("put e{i:05} {pad}\n"));
-    }
-    root.send(block.as_bytes()).await;
-    ok(&mut root, "commit").await;
+    load_big(&mut root, "/a").await;
     for (round, how) in ["cancel", "hang up"].iter().enumerate() {
         let mut d = srv.raw().await;
         d.send(b"dump /a\n").await;

@@ -167,6 +167,31 @@ pub struct SelectPlan {
 }
 
 impl SelectPlan {
+    /// A plain read of one collection's entries: `columns` of every row `access` lets through,
+    /// unfiltered, unordered, unlimited (set the other fields after).
+    pub fn of_collection(
+        table: i64,
+        columns: Vec<ast::Expr<Term>>,
+        column_types: Vec<ValueType>,
+        access: Option<EntryAccess>,
+    ) -> SelectPlan {
+        SelectPlan {
+            tables: vec![table],
+            columns,
+            column_types,
+            filter: None,
+            name_patterns: Vec::new(),
+            order_by: Vec::new(),
+            distinct: false,
+            limit: None,
+            after: None,
+            access,
+            group_by: Vec::new(),
+            having: None,
+            offset: None,
+        }
+    }
+
     /// Whether rows are groups: a `GROUP BY`, a `HAVING`, or an aggregate in the output or the
     /// order (one group of all rows then).
     pub fn is_grouped(&self) -> bool {

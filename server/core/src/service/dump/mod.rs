@@ -114,21 +114,9 @@ impl<S: Store> Catalogue<S> {
             Self::check(conn, &who, &root, READ).await?;
             let mut total = 0u64;
             for c in Self::readable_subtree(conn, &who, root).await? {
-                let plan = SelectPlan {
-                    tables: vec![c.id],
-                    columns: vec![Expr::Call(Func::Aggregate(Aggregate::Count, false), Vec::new())],
-                    column_types: vec![ValueType::Int],
-                    filter: None,
-                    name_patterns: Vec::new(),
-                    order_by: Vec::new(),
-                    distinct: false,
-                    limit: None,
-                    after: None,
-                    access: EntryAccess::new(&who, vec![READ]),
-                    group_by: Vec::new(),
-                    having: None,
-                    offset: None,
-                };
+                let count = Expr::Call(Func::Aggregate(Aggregate::Count, false), Vec::new());
+                let access = EntryAccess::new(&who, vec![READ]);
+                let plan = SelectPlan::of_collection(c.id, vec![count], vec![ValueType::Int], access);
                 match conn.select_few(&plan).await?.first().and_then(|r| r.first()) {
                     Some(Value::Int(n)) => total += u64::try_from(*n).unwrap_or(0),
                     // No entry table yet (it is made with the first entry): nothing to count.
@@ -232,21 +220,8 @@ impl<S: Store> Catalogue<S> {
             column_types.push(a.attr_type.value_type());
         }
         let width = columns.len();
-        let plan = SelectPlan {
-            tables: vec![c.id],
-            columns,
-            column_types,
-            filter: None,
-            name_patterns: Vec::new(),
-            order_by: vec![OrderItem { expr: col(Column::File, ValueType::Text), descending: false }],
-            distinct: false,
-            limit: None,
-            after: None,
-            access: EntryAccess::new(who, vec![READ]),
-            group_by: Vec::new(),
-            having: None,
-            offset: None,
-        };
+        let mut plan = SelectPlan::of_collection(c.id, columns, column_types, EntryAccess::new(who, vec![READ]));
+        plan.order_by = vec![OrderItem { expr: col(Column::File, ValueType::Text), descending: false }];
         let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
         let producer = conn.select(&plan, tx);
         // `move`: the receiver ends with the consumer, so a consumer that fails (the client
