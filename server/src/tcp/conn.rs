@@ -21,6 +21,7 @@ use tracing::Instrument;
 
 use super::ConnState;
 use super::command::{self, Command, Ctx, Outcome};
+use super::forward;
 use super::handshake::proto_fault;
 use super::reply::{Reply, Writer};
 use super::stall::StallGuard;
@@ -270,6 +271,10 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     if cmd.is_write() {
         audit_write(st, line);
     }
+    // A site replica with `--primary` sends writes (and what they need) to the primary.
+    if let Some(plan) = forward::decide(shared, st, forward::Line::Command(&cmd)).await? {
+        return forward::forward(shared, st, cmd.spec.name, line, plan, reply).await;
+    }
     // Inside an upload only put/commit/abort make sense.
     if !cmd.spec.in_upload
         && let Some(u) = st.upload.as_mut()
@@ -308,8 +313,12 @@ async fn run_sql<W: AsyncWrite + Unpin + Send>(
     }
     shared.catalogue.refresh_if_changed(&mut st.session).await?;
     shared.catalogue.admit(&st.session, "sql")?;
-    if !first_word(line).eq_ignore_ascii_case("select") {
+    let write = !first_word(line).eq_ignore_ascii_case("select");
+    if write {
         audit_write(st, line);
+    }
+    if let Some(plan) = forward::decide(shared, st, forward::Line::Sql { write }).await? {
+        return forward::forward(shared, st, "sql", line, plan, reply).await;
     }
     shared.catalogue.sql(&mut st.session, line, reply).await?;
     Ok(Outcome::Done)
