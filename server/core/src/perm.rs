@@ -10,8 +10,7 @@ pub const WRITE: u16 = 2;
 pub const EXEC: u16 = 1;
 
 /// The authenticated caller of an operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[derive(Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Principal {
     pub user: String,
     pub groups: Vec<String>,

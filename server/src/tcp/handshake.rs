@@ -206,10 +206,7 @@ where
                     // Groups are re-read before the first command (the epoch of a new Session is 0).
                     let mut session = Session::new(saved.principal);
                     session.cwd = saved.cwd;
-                    (
-                        ConnState::new(session, saved.escape || opts.escape, Some(id), peer),
-                        None,
-                    )
+                    (ConnState::new(session, saved.escape || opts.escape, Some(id), peer), None)
                 }
                 None => (
                     ConnState::new(Session::new(anonymous()), opts.escape, None, peer),

@@ -55,10 +55,7 @@ impl ConnState {
     /// client keeps the connection.
     fn token(&self) -> Option<u64> {
         self.session_id.filter(|_| {
-            !self.session.in_transaction()
-                && self.upload.is_none()
-                && self.restore.is_none()
-                && !self.forward.is_open()
+            !self.session.in_transaction() && self.upload.is_none() && self.restore.is_none() && !self.forward.is_open()
         })
     }
 }

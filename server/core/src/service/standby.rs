@@ -65,7 +65,8 @@ impl<S: Store> Catalogue<S> {
     /// `bound`: the caller forwards the read, and the next read waits again.
     pub async fn catch_up(&self, s: &mut Session<S>, bound: Duration) -> Result<bool> {
         let Some(want) = s.wait_lsn.as_deref() else { return Ok(true) };
-        let want = parse_lsn(want).ok_or_else(|| Error::Internal(format!("the primary answered a bad WAL position {want:?}")))?;
+        let want = parse_lsn(want)
+            .ok_or_else(|| Error::Internal(format!("the primary answered a bad WAL position {want:?}")))?;
         let deadline = Instant::now() + bound;
         let mut pauses = replica_poll_pauses();
         loop {

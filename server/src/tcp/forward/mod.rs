@@ -47,7 +47,9 @@ impl Forwarding {
 pub enum Line<'a> {
     Command(&'a Command),
     /// A native SQL statement; `write`: `INSERT`, `UPDATE` or `DELETE`.
-    Sql { write: bool },
+    Sql {
+        write: bool,
+    },
 }
 
 /// A line to forward: how the primary answers it, and whether it writes (then the session
