@@ -328,6 +328,17 @@ async fn service_account_may_only_sudo() {
     }
     fails(&mut f, "sudo root", 4).await;
     fails(&mut f, "user_may_sudo alice on", 4).await;
+    // SOAP cannot sudo: a service account may do nothing there.
+    let (status, body) = soap_raw::soap(
+        srv.http,
+        "forwarder",
+        FORWARDER_PASSWORD,
+        "createEntry",
+        "<m:schemaName>/w</m:schemaName><m:entry><m:name>s1</m:name></m:entry>",
+    )
+    .await;
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("service account"), "{body}");
     // As alice: alice's rights, alice's name on what it creates; then it may switch again.
     ok(&mut f, "sudo alice").await;
     assert_eq!(ok(&mut f, "whoami").await, vec!["alice"]);

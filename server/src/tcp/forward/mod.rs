@@ -186,6 +186,11 @@ async fn run<W: AsyncWrite + Unpin + Send>(
     reply: &mut Reply<'_, W>,
 ) -> Result<Outcome, Failure> {
     let reuse = st.forward.upstream.take().filter(|u| !u.is_broken());
+    if reuse.is_none() && st.forward.open.is_some() {
+        // The connection that held the transaction or upload went away (a cancelled forward
+        // drops it): the primary rolled it back.
+        return Err(Failure::Unreachable("the connection to the primary was lost".into()));
+    }
     let mut up = match reuse {
         Some(u) => u,
         None => Upstream::open(&shared.config, st.escape).await?,
