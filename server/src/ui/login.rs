@@ -92,9 +92,7 @@ pub(super) async fn login_submit(
     };
     match auth::authenticate(&st.shared, Via::Web, ip, credentials).await {
         // A service account (`user_may_sudo`) may do nothing as itself here.
-        Ok(login)
-            if st.shared.catalogue.admit(&ardacat_core::Session::new(login.principal.clone()), "ui").is_err() =>
-        {
+        Ok(login) if st.shared.catalogue.admit(&ardacat_core::Session::new(login.principal.clone()), "ui").is_err() => {
             refuse(StatusCode::FORBIDDEN, "A service account cannot use the web interface.")
         }
         Ok(login) => {
