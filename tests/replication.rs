@@ -447,6 +447,10 @@ async fn replica_forwards_every_write_kind_over_tls() {
     assert_eq!(entries_on(&a, "/w").await, vec!["/w/s1", "/w/t1", "/w/u1", "/w/u2", "/w/x1", "/w/x2"]);
     assert!(entries_on(&a, "/d").await.is_empty());
 
+    // A forwarded transaction open across the promotion finishes where it began.
+    let mut open = r.raw_as("alice", "apw").await;
+    ok(&mut open, "transaction").await;
+    ok(&mut open, "addentry /w/o1 a 1").await;
     // Promoted: writes go to the promoted database, not to the old primary.
     standby.sql("SELECT pg_promote()").await;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -458,6 +462,9 @@ async fn replica_forwards_every_write_kind_over_tls() {
         assert!(Instant::now() < deadline, "not promoted");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    ok(&mut open, "commit").await;
+    assert!(entries_on(&a, "/w").await.contains(&"/w/o1".to_string()));
+    assert!(!entries_on(&r, "/w").await.contains(&"/w/o1".to_string()));
     ok(&mut c, "addentry /w/p1 a 1").await;
     assert_eq!(ok(&mut c, "getattr /w/p1 a").await, vec!["p1", "1"]);
     assert!(!entries_on(&a, "/w").await.contains(&"/w/p1".to_string()));
