@@ -468,6 +468,31 @@ async fn json_logs(b: Backend) {
 
 on_both_backends!(json_logs);
 
+/// A write by a service account acting as a user (`sudo`, as a forwarding replica does): the
+/// audit line names the user and the account (`via`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_names_the_service_account() {
+    let (server, logs) = start_logged(TestDb::new(Backend::Sqlite).await, &["--log-format", "json"]).await;
+    let mut root = server.raw().await;
+    for line in ["user_create forwarder fpw", "user_may_sudo forwarder on", "user_create alice apw", "createdir /w"] {
+        ok(&mut root, line).await;
+    }
+    ok(&mut root, "chown /w alice").await;
+    ok(&mut root, "createdir /w/direct").await;
+    let mut f = server.raw_as("forwarder", "fpw").await;
+    ok(&mut f, "sudo alice").await;
+    ok(&mut f, "createdir /w/forwarded").await;
+    logs.wait_for("the forwarded write's audit line", |l| l.contains("\"audit\"") && l.contains("\"via\"")).await;
+    let audit: Vec<_> =
+        json_lines(&logs).into_iter().filter(|v| v["target"] == "audit" && v["command"] == "createdir").collect();
+    let via: Vec<_> = audit.iter().filter(|v| !v["via"].is_null()).collect();
+    assert_eq!(via.len(), 1, "{audit:#?}");
+    assert_eq!(via[0]["user"], "alice");
+    assert_eq!(via[0]["via"], "forwarder");
+    // Root's own writes carry no `via`.
+    assert!(audit.iter().any(|v| v["user"] == "root" && v["via"].is_null()), "{audit:#?}");
+}
+
 // ------------------------------------------------------------------------------------------
 // Reload on SIGHUP
 

@@ -5,8 +5,10 @@
 //! transaction, upload, native SQL, SOAP) with code 20 `read-only replica; primary is
 //! <host:port>` and changes nothing; query tokens continue across the sites; a lagging standby
 //! (`recovery_min_apply_delay`) serves older data and says so on `/readyz`; after
-//! `pg_promote()` the same server process takes writes. Write forwarding and read-your-writes
-//! are not implemented yet (docs/scale-out.md).
+//! `pg_promote()` the same server process takes writes. With `--primary` the replica forwards
+//! writes to the primary's ardacat as the session's user through a service account
+//! (`user_may_sudo`), over TLS too, and a read after a forwarded write sees it (waiting for
+//! replay, or forwarded past `--replica-wait-ms`); see docs/scale-out.md.
 
 mod common;
 #[path = "common/pgcluster.rs"]
@@ -248,4 +250,324 @@ async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut out)).await.expect("answer").expect("read");
     let out = String::from_utf8_lossy(&out).into_owned();
     (out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0), out)
+}
+
+// ---- forwarding from a site replica (`--primary`), read-your-writes ----
+
+const FORWARDER_PASSWORD: &str = "fwd-pw";
+
+/// A primary site for forwarding: server `a` (with `extra` flags) on a fresh primary cluster,
+/// the service account `forwarder` (`user_may_sudo … on`), `alice` who owns `/w` (attribute
+/// `a`), `bob` who may only read it; then a standby of it.
+async fn forwarding_sites(extra: &[&str]) -> (Cluster, Cluster, TestServer) {
+    let primary = Cluster::primary();
+    let a = TestServer::start_with(TestDb::external(primary.url("postgres")), extra).await;
+    let mut root = a.raw().await;
+    for line in [
+        &format!("user_create forwarder {FORWARDER_PASSWORD}"),
+        "user_may_sudo forwarder on",
+        "user_create alice apw",
+        "user_create bob bpw",
+        "createdir /w",
+        "addattr /w a int",
+        "chown /w alice",
+        "createdir /d",
+        "addattr /d a int",
+    ] {
+        ok(&mut root, line).await;
+    }
+    let standby = Cluster::standby_of(&primary);
+    (primary, standby, a)
+}
+
+/// The site's server on `standby`, forwarding to `primary` (`host:port`) as `forwarder`.
+async fn replica(standby: &Cluster, primary: &str, extra: &[&str]) -> TestServer {
+    let mut flags = vec!["--primary", primary, "--primary-login", "forwarder"];
+    flags.extend_from_slice(extra);
+    TestServer::start_with_env(
+        TestDb::external(standby.url("postgres")),
+        &flags,
+        &[("ARDACAT_PRIMARY_PASSWORD", FORWARDER_PASSWORD)],
+    )
+    .await
+}
+
+/// The entries of `/w` as the primary's root sees them.
+async fn entries_on(srv: &TestServer, dir: &str) -> Vec<String> {
+    let mut root = srv.raw().await;
+    ok(&mut root, &format!("listentries {dir}")).await
+}
+
+/// The service account's privilege, on the primary alone: as itself only `sudo` to a non-root
+/// user and a few session commands; after `sudo` exactly the user; root alone grants it; it
+/// survives a dump and restore.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_may_only_sudo() {
+    let srv = TestServer::start(Backend::Sqlite).await;
+    let mut root = srv.raw().await;
+    ok(&mut root, &format!("user_create forwarder {FORWARDER_PASSWORD}")).await;
+    ok(&mut root, "user_create alice apw").await;
+    ok(&mut root, "user_create bob bpw").await;
+    ok(&mut root, "createdir /w").await;
+    ok(&mut root, "chown /w alice").await;
+    // Bad uses of the command change nothing.
+    fails(&mut root, "user_may_sudo forwarder maybe", 3).await;
+    fails(&mut root, "user_may_sudo nosuch on", 1).await;
+    fails(&mut root, "user_may_sudo root on", 3).await;
+    ok(&mut root, "user_may_sudo forwarder on").await;
+
+    let mut f = srv.raw_as("forwarder", FORWARDER_PASSWORD).await;
+    assert_eq!(ok(&mut f, "whoami").await, vec!["forwarder"]);
+    assert_eq!(ok(&mut f, "pwd").await, vec!["/"]);
+    assert!(!ok(&mut f, "help").await.is_empty());
+    // wal_lsn is allowed; on SQLite it has no answer (a clear error, not code 20).
+    fails(&mut f, "wal_lsn", 3).await;
+    for line in ["listentries /", "ls /", "createdir /x", "addentry /w/e a 1", "SELECT file FROM /w", "cd /w"] {
+        let reply = text(&f.cmd(line).await);
+        assert!(reply.starts_with("4 ") && reply.contains("service account"), "{line}: {reply:?}");
+    }
+    fails(&mut f, "sudo root", 4).await;
+    fails(&mut f, "user_may_sudo alice on", 4).await;
+    // SOAP cannot sudo: a service account may do nothing there.
+    let (status, body) = soap_raw::soap(
+        srv.http,
+        "forwarder",
+        FORWARDER_PASSWORD,
+        "createEntry",
+        "<m:schemaName>/w</m:schemaName><m:entry><m:name>s1</m:name></m:entry>",
+    )
+    .await;
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("service account"), "{body}");
+    // As alice: alice's rights, alice's name on what it creates; then it may switch again.
+    ok(&mut f, "sudo alice").await;
+    assert_eq!(ok(&mut f, "whoami").await, vec!["alice"]);
+    ok(&mut f, "createdir /w/sub").await;
+    fails(&mut f, "createdir /x", 4).await;
+    fails(&mut f, "user_may_sudo bob on", 4).await;
+    ok(&mut f, "sudo bob").await;
+    fails(&mut f, "createdir /w/bobs", 4).await;
+    fails(&mut f, "sudo root", 4).await;
+    // Users themselves cannot sudo.
+    let mut alice = srv.raw_as("alice", "apw").await;
+    fails(&mut alice, "sudo bob", 4).await;
+    fails(&mut alice, "user_may_sudo alice on", 4).await;
+    // Root keeps its own sudo.
+    ok(&mut root, "sudo bob").await;
+    let mut root = srv.raw().await;
+
+    // The privilege is in the dump (a `SUDO` record) and comes back with a restore.
+    let dump = ok(&mut root, "dump").await;
+    assert!(dump.iter().any(|l| l == "SUDO\tforwarder"), "{dump:?}");
+    assert!(!dump.iter().any(|l| l == "SUDO\talice"), "{dump:?}");
+    let fresh = TestServer::start(Backend::Sqlite).await;
+    let mut c = ardacat_client::Client::connect(ardacat_client::ClientConfig {
+        host: "127.0.0.1".into(),
+        port: fresh.tcp.port(),
+        login: "root".into(),
+        password: Some(ROOT_PASSWORD.into()),
+        ..Default::default()
+    })
+    .await
+    .expect("connect");
+    c.restore(None, dump.into_iter().map(Ok::<String, std::io::Error>), |_| {}).await.expect("restore");
+    let mut f2 = fresh.raw_as("forwarder", FORWARDER_PASSWORD).await;
+    fails(&mut f2, "listentries /", 4).await;
+    ok(&mut f2, "sudo alice").await;
+
+    // Withdrawn: a session that had switched to a user cannot switch again.
+    ok(&mut root, "user_may_sudo forwarder off").await;
+    fails(&mut f, "sudo alice", 4).await;
+    let mut f = srv.raw_as("forwarder", FORWARDER_PASSWORD).await;
+    // An ordinary user now: its own rights, no sudo.
+    ok(&mut f, "listentries /w").await;
+    fails(&mut f, "sudo alice", 4).await;
+    srv.assert_no_internal_errors();
+}
+
+/// Every kind of write through the replica, over TLS to the primary, as the session's user:
+/// a single command, a transaction (whose reads see its own writes), an upload, a native SQL
+/// INSERT; the primary's refusals and errors relayed with nothing changed; root's writes refused
+/// with code 20; after promotion writes stay local.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_forwards_every_write_kind_over_tls() {
+    let pki = test_pki();
+    let p = |n: &str| pki.path().join(n).display().to_string();
+    let (_primary, standby, a) =
+        forwarding_sites(&["--tls-cert", &p("server.pem"), "--tls-key", &p("server.key")]).await;
+    let target = format!("localhost:{}", a.tcp.port());
+    let r = replica(&standby, &target, &["--primary-ssl", "--primary-tls-ca", &p("ca.pem")]).await;
+
+    let mut c = r.raw_as("alice", "apw").await;
+    // One command.
+    ok(&mut c, "addentry /w/x1 a 1").await;
+    assert_eq!(entries_on(&a, "/w").await, vec!["/w/x1"]);
+    // The next read on the replica sees it (read-your-writes).
+    assert_eq!(ok(&mut c, "getattr /w/x1 a").await, vec!["x1", "1"]);
+    // A transaction: its read sees its own write, which the primary has once committed.
+    ok(&mut c, "transaction").await;
+    ok(&mut c, "addentry /w/t1 a 2").await;
+    assert_eq!(ok(&mut c, "listentries /w").await, vec!["/w/t1", "/w/x1"]);
+    assert_eq!(entries_on(&a, "/w").await, vec!["/w/x1"], "not committed yet");
+    ok(&mut c, "commit").await;
+    assert_eq!(entries_on(&a, "/w").await, vec!["/w/t1", "/w/x1"]);
+    // An aborted transaction leaves nothing.
+    ok(&mut c, "begin").await;
+    ok(&mut c, "addentry /w/t2 a 2").await;
+    ok(&mut c, "abort").await;
+    // An upload.
+    c.send(b"upload /w a\nput u1 11\nput u2 12\n").await;
+    ok(&mut c, "commit").await;
+    // Native SQL.
+    ok(&mut c, "INSERT INTO /w (file, a) VALUES ('s1', 3)").await;
+    let all = vec!["/w/s1", "/w/t1", "/w/u1", "/w/u2", "/w/x1"];
+    assert_eq!(entries_on(&a, "/w").await, all);
+    assert_eq!(ok(&mut c, "listentries /w").await, all);
+    // The client's directory goes along.
+    ok(&mut c, "cd /w").await;
+    ok(&mut c, "addentry x2 a 5").await;
+    assert_eq!(ok(&mut c, "getattr /w/x2 a").await, vec!["x2", "5"]);
+
+    // Errors of the primary, relayed: exists, no such collection, no such attribute, usage.
+    fails(&mut c, "addentry /w/x1 a 9", 15).await;
+    fails(&mut c, "addentry /nowhere/e a 1", 1).await;
+    fails(&mut c, "setattr /w/x1 nosuch 1", 10).await;
+    fails(&mut c, "INSERT INTO /w (file, nosuch) VALUES ('s2', 1)", 10).await;
+    // A user without the right: the primary's code 4.
+    let mut bob = r.raw_as("bob", "bpw").await;
+    let reply = text(&bob.cmd("addentry /w/b1 a 1").await);
+    assert!(reply.starts_with("4 permission denied"), "{reply:?}");
+    // Root's writes are not forwarded.
+    let mut root = r.raw().await;
+    let refusal = format!("20 read-only replica; primary is {target}; root writes go to the primary\n\x04\x04");
+    assert_eq!(text(&root.cmd("addentry /d/r1 a 1").await), refusal);
+    // Nothing of the failures arrived.
+    let mut ra = a.raw().await;
+    assert_eq!(ok(&mut ra, "getattr /w/x1 a").await, vec!["x1", "1"]);
+    assert_eq!(entries_on(&a, "/w").await, vec!["/w/s1", "/w/t1", "/w/u1", "/w/u2", "/w/x1", "/w/x2"]);
+    assert!(entries_on(&a, "/d").await.is_empty());
+
+    // A forwarded transaction open across the promotion finishes where it began.
+    let mut open = r.raw_as("alice", "apw").await;
+    ok(&mut open, "transaction").await;
+    ok(&mut open, "addentry /w/o1 a 1").await;
+    // Promoted: writes go to the promoted database, not to the old primary.
+    standby.sql("SELECT pg_promote()").await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut c = r.raw().await;
+        if text(&c.cmd("createdir /after").await) == "0\n\x04\x04" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not promoted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ok(&mut open, "commit").await;
+    assert!(entries_on(&a, "/w").await.contains(&"/w/o1".to_string()));
+    assert!(!entries_on(&r, "/w").await.contains(&"/w/o1".to_string()));
+    ok(&mut c, "addentry /w/p1 a 1").await;
+    assert_eq!(ok(&mut c, "getattr /w/p1 a").await, vec!["p1", "1"]);
+    assert!(!entries_on(&a, "/w").await.contains(&"/w/p1".to_string()));
+    let mut ra = a.raw().await;
+    fails(&mut ra, "listentries /after", 1).await;
+    r.assert_no_internal_errors();
+}
+
+/// Read-your-writes with replay lag injected (`recovery_min_apply_delay` 3 s): a read right
+/// after a forwarded write waits for the standby and sees it; with `--replica-wait-ms 100` it
+/// is forwarded to the primary instead (and sees it), while another session, reading
+/// locally, does not see the write yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_after_forwarded_writes_see_them_despite_lag() {
+    let (_primary, standby, a) = forwarding_sites(&[]).await;
+    standby.sql("ALTER SYSTEM SET recovery_min_apply_delay = '3s'").await;
+    standby.sql("SELECT pg_reload_conf()").await;
+    let target = a.tcp.to_string();
+    let waiting = replica(&standby, &target, &[]).await;
+    let forwarding = replica(&standby, &target, &["--replica-wait-ms", "100"]).await;
+
+    // Waits (the default bound, 5 s, is above the lag).
+    let mut c = waiting.raw_as("alice", "apw").await;
+    ok(&mut c, "addentry /w/l1 a 1").await;
+    assert_eq!(ok(&mut c, "getattr /w/l1 a").await, vec!["l1", "1"]);
+    // Caught up: the wait is over, reads are local again.
+    assert_eq!(ok(&mut c, "listentries /w").await, vec!["/w/l1"]);
+
+    // Past the bound: forwarded.
+    let mut c = forwarding.raw_as("alice", "apw").await;
+    ok(&mut c, "addentry /w/l2 a 2").await;
+    let written = Instant::now();
+    assert_eq!(ok(&mut c, "getattr /w/l2 a").await, vec!["l2", "2"]);
+    let mut other = forwarding.raw_as("alice", "apw").await;
+    let seen = ok(&mut other, "listentries /w").await;
+    if written.elapsed() < Duration::from_millis(2500) {
+        assert_eq!(seen, vec!["/w/l1"], "the standby applied l2 before the injected delay");
+    }
+    eventually(&forwarding, "listentries /w", Duration::from_secs(20), |t| t.contains("/w/l2")).await;
+    waiting.assert_no_internal_errors();
+    forwarding.assert_no_internal_errors();
+}
+
+/// A primary that does not answer: code 20 naming it, `unreachable`; nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_primary_is_code_20() {
+    let (_primary, standby, a) = forwarding_sites(&[]).await;
+    // A port nobody listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let gone = closed.local_addr().expect("addr").to_string();
+    drop(closed);
+    let r = replica(&standby, &gone, &[]).await;
+    let mut c = r.raw_as("alice", "apw").await;
+    let reply = text(&c.cmd("addentry /w/n1 a 1").await);
+    assert!(reply.starts_with(&format!("20 read-only replica; primary is {gone} (unreachable: ")), "{reply}");
+    // Reads still work, and the session too.
+    assert!(ok(&mut c, "listentries /w").await.is_empty());
+    assert!(entries_on(&a, "/w").await.is_empty());
+    r.assert_no_internal_errors();
+}
+
+#[test]
+fn primary_without_login_is_refused_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = format!("sqlite:{}", dir.path().join("c.db").display());
+    let out = Command::new(env!("CARGO_BIN_EXE_ardacat-server"))
+        .args(["--database", &db, "--tcp-port", "0", "--http-port", "0", "--primary", "127.0.0.1:8822"])
+        .env("ARDACAT_ROOT_PASSWORD", ROOT_PASSWORD)
+        .env_remove("ARDACAT_CONFIG")
+        .env_remove("ARDACAT_PRIMARY_LOGIN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run ardacat-server");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "must not start: {err}");
+    assert!(err.contains("--primary needs --primary-login"), "{err}");
+}
+
+/// A CA and a server certificate for `localhost` (rcgen), written to a temporary directory.
+struct TestPki(tempfile::TempDir);
+
+impl TestPki {
+    fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+}
+
+fn test_pki() -> TestPki {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.distinguished_name.push(DnType::CommonName, "Forwarding test CA");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().expect("key");
+    let mut leaf = CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+    leaf.distinguished_name.push(DnType::CommonName, "localhost");
+    let cert = leaf.signed_by(&key, &issuer).expect("sign");
+    std::fs::write(dir.path().join("ca.pem"), ca_cert.pem()).expect("write");
+    std::fs::write(dir.path().join("server.pem"), cert.pem()).expect("write");
+    std::fs::write(dir.path().join("server.key"), key.serialize_pem()).expect("write");
+    TestPki(dir)
 }

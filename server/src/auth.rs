@@ -82,7 +82,7 @@ pub const THROTTLED: &str = "too many failed logins; try again later";
 
 /// The principal of a session that has not logged in.
 pub fn anonymous() -> Principal {
-    Principal { user: "anonymous".into(), groups: vec![] }
+    Principal { user: "anonymous".into(), groups: vec![], may_sudo: false }
 }
 
 /// Logs a caller in. The returned epoch was read before the principal's groups were, so a

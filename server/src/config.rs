@@ -12,9 +12,11 @@ use serde::{Deserialize, Serialize};
 
 mod ipnet;
 mod keys;
+mod primary;
 
 pub use ipnet::IpNet;
 pub use keys::keys;
+pub use primary::PrimaryFlags;
 
 /// AMGA's `Sessions = no|allow|force`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
@@ -121,6 +123,26 @@ pub struct Config {
     /// Milliseconds a request waits for a free database connection before it fails with code 19
     /// (SOAP fault code 19).
     pub db_acquire_timeout_ms: u64,
+
+    // ---- site replicas forwarding writes: issue #14 item 4 (`crate::tcp::forward`) ----
+    /// On a PostgreSQL standby: the primary's ardacat (`host:port` of its TCP port) that writes
+    /// are forwarded to. Unset: writes are refused with code 20.
+    pub primary: Option<String>,
+    /// The service account (`user_may_sudo`) forwarding logs in as; its password comes only
+    /// from the environment (`ARDACAT_PRIMARY_PASSWORD`). Needed with `primary`.
+    pub primary_login: Option<String>,
+    /// Connect to the primary with TLS (`ssl`), checking its certificate against `primary_tls_ca`.
+    pub primary_ssl: bool,
+    /// PEM file or directory of the CAs the primary's certificate must chain to.
+    pub primary_tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM) presented to the primary, with `primary_tls_key`.
+    pub primary_tls_cert: Option<PathBuf>,
+    pub primary_tls_key: Option<PathBuf>,
+    /// Read-your-writes: the longest a read after a forwarded write waits for the standby to
+    /// replay it, in milliseconds; then the read is forwarded to the primary.
+    pub replica_wait_ms: u64,
+    /// The longest one forwarded command (connect and login included) may take, in seconds.
+    pub primary_timeout_secs: u64,
 }
 
 /// How log lines are written (`--log-format`, `log_format`).
@@ -176,6 +198,14 @@ impl Default for Config {
             http_body_min_rate: 500,
             http_idle_timeout_ms: 60_000,
             db_acquire_timeout_ms: 10_000,
+            primary: None,
+            primary_login: None,
+            primary_ssl: false,
+            primary_tls_ca: None,
+            primary_tls_cert: None,
+            primary_tls_key: None,
+            replica_wait_ms: 5_000,
+            primary_timeout_secs: 30,
         }
     }
 }
@@ -278,6 +308,8 @@ pub struct Flags {
     /// Milliseconds a request waits for a free database connection (then code 19).
     #[arg(long, env = "ARDACAT_DB_ACQUIRE_TIMEOUT_MS")]
     pub db_acquire_timeout_ms: Option<u64>,
+    #[command(flatten)]
+    pub primary: PrimaryFlags,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -385,52 +417,10 @@ impl Config {
         if let Some(v) = flags.db_acquire_timeout_ms {
             c.db_acquire_timeout_ms = v;
         }
+        flags.primary.apply(&mut c);
         Ok(c)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_then_flags() {
-        let dir = std::env::temp_dir().join(format!("ardacat-cfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("c.toml");
-        std::fs::write(&f, "tcp_port = 9000\nsessions = \"force\"\nmax_line_bytes = 4096\n").unwrap();
-        let flags = Flags::parse_from(["x", "--config", f.to_str().unwrap(), "--tcp-port", "9001"]);
-        let c = Config::load(flags).unwrap();
-        assert_eq!(c.tcp_port, 9001);
-        assert_eq!(c.sessions, SessionMode::Force);
-        assert_eq!(c.max_line_bytes, 4096);
-        std::fs::write(&f, "no_such_setting = 1\n").unwrap();
-        let flags = Flags::parse_from(["x", "--config", f.to_str().unwrap()]);
-        assert!(Config::load(flags).is_err());
-    }
-
-    #[test]
-    fn trusted_peers_parse_and_match() {
-        let lb: IpNet = "10.1.2.3".parse().unwrap();
-        assert!(lb.contains("10.1.2.3".parse().unwrap()));
-        assert!(lb.contains("::ffff:10.1.2.3".parse().unwrap()));
-        assert!(!lb.contains("10.1.2.4".parse().unwrap()));
-        let net: IpNet = "10.0.0.0/8".parse().unwrap();
-        assert!(net.contains("10.200.0.1".parse().unwrap()) && !net.contains("11.0.0.1".parse().unwrap()));
-        let all: IpNet = "0.0.0.0/0".parse().unwrap();
-        assert!(all.contains("192.0.2.1".parse().unwrap()) && !all.contains("::1".parse().unwrap()));
-        let v6: IpNet = "fd00::/8".parse().unwrap();
-        assert!(v6.contains("fd12::1".parse().unwrap()) && !v6.contains("fe80::1".parse().unwrap()));
-        assert_eq!(net.to_string(), "10.0.0.0/8");
-        assert_eq!(lb.to_string(), "10.1.2.3");
-        for bad in ["10.0.0.0/33", "nowhere", "10.0.0.0/x", "::/129"] {
-            assert!(bad.parse::<IpNet>().is_err(), "{bad}");
-        }
-        let flags = Flags::parse_from(["x", "--trusted-peers", "127.0.0.3,10.0.0.0/8"]);
-        let c = Config::load(flags).unwrap();
-        assert_eq!(c.trusted_peers, vec!["127.0.0.3".parse().unwrap(), net]);
-        let c: Config = toml::from_str("trusted_peers = [\"::1\", \"10.0.0.0/8\"]").unwrap();
-        assert_eq!(c.trusted_peers.len(), 2);
-        assert!(toml::from_str::<Config>("trusted_peers = [\"10.0.0.0/99\"]").is_err());
-    }
-}
+mod tests;

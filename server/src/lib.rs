@@ -60,6 +60,8 @@ pub enum StartError {
     Tls(#[from] tls::TlsError),
     #[error("{0}")]
     Standby(String),
+    #[error("configuration: {0}")]
+    Config(String),
 }
 
 /// Addresses the server actually listens on (ports may have been 0).
@@ -82,6 +84,9 @@ pub enum RootPassword {
 /// Open the database, migrate, create `root` if needed. Separate from `serve` so `main` can
 /// print the generated password before serving.
 pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat, RootPassword), StartError> {
+    if let Some((key, problem)) = config.primary_problems().into_iter().next() {
+        return Err(StartError::Config(format!("{key}: {problem}")));
+    }
     let opts = DbOptions {
         pool_size: config.db_pool_size,
         statement_timeout: Duration::from_secs(config.query_timeout_secs),
@@ -97,7 +102,8 @@ pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat
         store.watch_changes(Duration::from_secs(5)).await;
     }
     let cat = Catalogue::new(store, ServiceConfig::default()).await?;
-    cat.set_read_only(standby.in_recovery, standby.upstream);
+    // With `--primary` the refusals name the primary's ardacat, not its PostgreSQL.
+    cat.set_read_only(standby.in_recovery, config.primary.clone().or(standby.upstream));
     let (pw, generated) = match root_password {
         Some(p) => (p, false),
         None => {

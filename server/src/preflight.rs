@@ -87,6 +87,7 @@ impl Config {
         if let Err(e) = crate::tls::load(self) {
             problems.push(self.tls_problem(e));
         }
+        problems.extend(self.primary_problems().into_iter().map(|(k, m)| Problem::key(k, m)));
         problems
     }
 

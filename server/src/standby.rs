@@ -59,7 +59,7 @@ pub async fn watch_promotion(shared: Arc<Shared>, shutdown: CancellationToken) {
                 tracing::info!("the standby was promoted: taking writes");
             }
             Ok(s) => {
-                if s.upstream.is_some() {
+                if s.upstream.is_some() && shared.config.primary.is_none() {
                     cat.set_read_only(true, s.upstream);
                 }
             }

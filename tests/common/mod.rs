@@ -201,9 +201,15 @@ impl TestServer {
 
     /// Start on an existing database with extra flags (e.g. `--sessions force`).
     pub async fn start_with(db: TestDb, extra: &[&str]) -> TestServer {
+        Self::start_with_env(db, extra, &[]).await
+    }
+
+    /// [`TestServer::start_with`] with extra environment variables (secrets that have no flag).
+    pub async fn start_with_env(db: TestDb, extra: &[&str], env: &[(&str, &str)]) -> TestServer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ardacat-server"));
         cmd.args(["--database", &db.url, "--tcp-port", "0", "--http-port", "0"])
             .args(extra)
+            .envs(env.iter().copied())
             .env("ARDACAT_ROOT_PASSWORD", ROOT_PASSWORD)
             // Every test server checks each DDS answer against the full parser.
             .env("ARDACAT_SOAP_DDS_SHADOW", "true")

@@ -51,6 +51,13 @@ impl Client {
         Ok(sent)
     }
 
+    /// Sends one command line the server does not answer (`upload`, `put`, and anything else
+    /// inside an upload), queued without a flush: the next answered command flushes it.
+    pub async fn send_unanswered(&mut self, line: &str) -> Result<()> {
+        self.prepare().await?;
+        self.feed(line.to_owned()).await
+    }
+
     /// Queues one line without flushing (the codec flushes when its buffer fills).
     pub(super) async fn feed(&mut self, line: String) -> Result<()> {
         match self.framed.feed(ClientPiece::Command(Cow::Owned(line))).await {

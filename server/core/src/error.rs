@@ -47,6 +47,10 @@ pub enum Error {
     /// refusals of a replica). Holds the primary's `host:port` when known.
     #[error("read-only replica{}", .0.as_ref().map(|p| format!("; primary is {p}")).unwrap_or_default())]
     ReadOnlyReplica(Option<String>),
+    /// The error a site replica's primary answered to a forwarded command, relayed as it came
+    /// (its code and text).
+    #[error("{message}")]
+    Relayed { code: u16, message: String },
     /// A storage or internal failure. The message is for logs; frontends show a generic text.
     #[error("internal error: {0}")]
     Internal(String),
@@ -80,6 +84,7 @@ impl Error {
             Error::LimitExceeded(_) => 19,
             Error::Cancelled | Error::ReadOnlyReplica(_) => 20,
             Error::ConstraintViolation { .. } => 21,
+            Error::Relayed { code, .. } => *code,
             Error::Internal(_) => 99,
         }
     }
@@ -90,6 +95,13 @@ impl Error {
             Error::Exists(_) | Error::DirExists(_) => ErrorKind::Exists,
             Error::NotFound(_) | Error::NoSuchAttribute(_) | Error::NotASequence(_) => ErrorKind::NotExists,
             Error::Internal(_) => ErrorKind::Internal,
+            Error::Relayed { code, .. } => match code {
+                4 => ErrorKind::Authorization,
+                15 | 16 => ErrorKind::Exists,
+                1 | 10 | 17 => ErrorKind::NotExists,
+                99 => ErrorKind::Internal,
+                _ => ErrorKind::InvalidArgument,
+            },
             _ => ErrorKind::InvalidArgument,
         }
     }

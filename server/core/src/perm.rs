@@ -10,10 +10,13 @@ pub const WRITE: u16 = 2;
 pub const EXEC: u16 = 1;
 
 /// The authenticated caller of an operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Principal {
     pub user: String,
     pub groups: Vec<String>,
+    /// A service account (`user_may_sudo`): as itself it may only `sudo` to a non-root user and
+    /// run the few commands of [`crate::service::SERVICE_ACCOUNT_COMMANDS`].
+    pub may_sudo: bool,
 }
 
 impl Principal {
@@ -170,7 +173,7 @@ mod tests {
     use super::*;
 
     fn p(user: &str, groups: &[&str]) -> Principal {
-        Principal { user: user.into(), groups: groups.iter().map(|s| s.to_string()).collect() }
+        Principal { user: user.into(), groups: groups.iter().map(|s| s.to_string()).collect(), may_sudo: false }
     }
 
     #[test]

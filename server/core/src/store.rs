@@ -271,6 +271,8 @@ pub struct SequenceRecord {
 pub struct UserRecord {
     pub name: String,
     pub password_hash: Option<String>,
+    /// A service account that may only `sudo` to non-root users (`user_may_sudo`).
+    pub may_sudo: bool,
 }
 
 /// Rows streamed by `select`: the plan's columns followed by its order keys.
@@ -475,6 +477,11 @@ pub trait StoreConn: Send + 'static {
     fn create_user(&mut self, name: &str, password_hash: Option<&str>) -> impl Future<Output = Result<()>> + Send;
     fn remove_user(&mut self, name: &str) -> impl Future<Output = Result<bool>> + Send;
     fn set_password(&mut self, name: &str, password_hash: &str) -> impl Future<Output = Result<bool>> + Send;
+    /// Sets or clears a user's service-account privilege; false when there is no such user.
+    fn set_may_sudo(&mut self, name: &str, may_sudo: bool) -> impl Future<Output = Result<bool>> + Send;
+    /// The database's WAL position as PostgreSQL's `X/Y` text: the current insert position on a
+    /// primary, the last replayed one on a standby; `None` where there is no WAL (SQLite).
+    fn wal_lsn(&mut self) -> impl Future<Output = Result<Option<String>>> + Send;
     fn add_subject(&mut self, name: &str, subject: &str) -> impl Future<Output = Result<()>> + Send;
     /// Removes one certificate subject of a user; false when the user has no such subject.
     fn remove_subject(&mut self, name: &str, subject: &str) -> impl Future<Output = Result<bool>> + Send;

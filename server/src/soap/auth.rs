@@ -228,14 +228,14 @@ mod tests {
         let k = digest("u", "p");
         assert_ne!(k, digest("u", "q"));
         assert_ne!(digest("ab", "c"), digest("a", "bc"));
-        c.put(k, Principal { user: "u".into(), groups: vec![] }, 1);
+        c.put(k, Principal { user: "u".into(), groups: vec![], may_sudo: false }, 1);
         assert_eq!(
             c.get(&k, 1, ardacat_core::service::AUTH_RECHECK).map(|(p, fresh)| (p.user, fresh)),
             Some(("u".to_string(), true))
         );
         c.forget_user("u");
         assert!(c.get(&k, 1, ardacat_core::service::AUTH_RECHECK).is_none());
-        c.put(k, Principal { user: "u".into(), groups: vec![] }, 1);
+        c.put(k, Principal { user: "u".into(), groups: vec![], may_sudo: false }, 1);
         assert!(
             c.get(&k, 2, ardacat_core::service::AUTH_RECHECK).is_none(),
             "another auth epoch invalidates the entry"

@@ -322,6 +322,10 @@ async fn handle_soap(st: Arc<SoapState>, req: Request, line: &mut RequestLine) -
         Ok(s) => s,
         Err(f) => return auth_failure(hint, f),
     };
+    // A service account (`user_may_sudo`) has no business on SOAP: it cannot sudo here.
+    if let Err(e) = st.shared.catalogue.admit(&session, "soap") {
+        return catalogue_fault(hint, &e);
+    }
     let authed = Instant::now();
     st.shared.metrics.stage(Frontend::Soap, Stage::Auth, authed - started);
     line.user = session.principal.user.clone();

@@ -132,7 +132,7 @@ impl SessionRegistry {
         match cat.tcp_session(id, unix_now()).await {
             Ok(Some((stored, expires))) => {
                 let saved = SavedSession {
-                    principal: Principal { user: stored.user, groups: Vec::new() },
+                    principal: Principal { user: stored.user, groups: Vec::new(), may_sudo: false },
                     cwd: stored.cwd,
                     escape: stored.escape,
                 };

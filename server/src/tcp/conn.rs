@@ -21,6 +21,7 @@ use tracing::Instrument;
 
 use super::ConnState;
 use super::command::{self, Command, Ctx, Outcome};
+use super::forward;
 use super::handshake::proto_fault;
 use super::reply::{Reply, Writer};
 use super::stall::StallGuard;
@@ -218,6 +219,16 @@ pub(super) async fn command_loop<R, W>(
     // Dropping the session's pinned connection rolls back an open transaction.
 }
 
+/// The audit line of a write: the user, and the service account acting as it (`via`) when a
+/// site replica forwarded it.
+fn audit_write(st: &ConnState, line: &str) {
+    let (user, command) = (&st.session.principal.user, first_word(line));
+    match st.session.service_account() {
+        Some(via) => tracing::info!(target: "audit", %user, via, peer = %st.peer, %command, "write"),
+        None => tracing::info!(target: "audit", %user, peer = %st.peer, %command, "write"),
+    }
+}
+
 fn first_word(line: &str) -> &str {
     line.split_whitespace().next().unwrap_or("")
 }
@@ -255,8 +266,14 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     // nothing changed).
     shared.catalogue.refresh_if_changed(&mut st.session).await?;
     shared.metrics.stage(Frontend::Tcp, Stage::Parse, parse_started.elapsed());
+    // A service account as itself may run only a few commands (code 4 otherwise).
+    shared.catalogue.admit(&st.session, cmd.spec.name)?;
     if cmd.is_write() {
-        tracing::info!(target: "audit", user = %st.session.principal.user, peer = %st.peer, command = %first_word(line), "write");
+        audit_write(st, line);
+    }
+    // A site replica with `--primary` sends writes (and what they need) to the primary.
+    if let Some(plan) = forward::decide(shared, st, forward::Line::Command(&cmd)).await? {
+        return forward::forward(shared, st, cmd.spec.name, line, plan, reply).await;
     }
     // Inside an upload only put/commit/abort make sense.
     if !cmd.spec.in_upload
@@ -295,8 +312,13 @@ async fn run_sql<W: AsyncWrite + Unpin + Send>(
         return Err(e);
     }
     shared.catalogue.refresh_if_changed(&mut st.session).await?;
-    if !first_word(line).eq_ignore_ascii_case("select") {
-        tracing::info!(target: "audit", user = %st.session.principal.user, peer = %st.peer, command = %first_word(line), "write");
+    shared.catalogue.admit(&st.session, "sql")?;
+    let write = !first_word(line).eq_ignore_ascii_case("select");
+    if write {
+        audit_write(st, line);
+    }
+    if let Some(plan) = forward::decide(shared, st, forward::Line::Sql { write }).await? {
+        return forward::forward(shared, st, "sql", line, plan, reply).await;
     }
     shared.catalogue.sql(&mut st.session, line, reply).await?;
     Ok(Outcome::Done)

@@ -206,27 +206,10 @@ where
                     // Groups are re-read before the first command (the epoch of a new Session is 0).
                     let mut session = Session::new(saved.principal);
                     session.cwd = saved.cwd;
-                    (
-                        ConnState {
-                            session,
-                            escape: saved.escape || opts.escape,
-                            session_id: Some(id),
-                            upload: None,
-                            restore: None,
-                            peer,
-                        },
-                        None,
-                    )
+                    (ConnState::new(session, saved.escape || opts.escape, Some(id), peer), None)
                 }
                 None => (
-                    ConnState {
-                        session: Session::new(anonymous()),
-                        escape: opts.escape,
-                        session_id: None,
-                        upload: None,
-                        restore: None,
-                        peer,
-                    },
+                    ConnState::new(Session::new(anonymous()), opts.escape, None, peer),
                     Some(Error::PermissionDenied(format!("session {id} is unknown or expired; log in again"))),
                 ),
             },
@@ -247,7 +230,7 @@ where
         }
     };
     let session_id = issue_session.then(|| shared.sessions.new_id(&shared.catalogue));
-    let base = |session| ConnState { session, escape: opts.escape, session_id, upload: None, restore: None, peer };
+    let base = |session| ConnState::new(session, opts.escape, session_id, peer);
     // An empty login name, or a certificate and no password: log in by certificate.
     let by_certificate = ctx.login.is_empty() || (ctx.password.is_none() && subject.is_some());
     let credentials = if by_certificate {

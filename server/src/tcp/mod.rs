@@ -2,11 +2,12 @@
 //! the port's limits at once (`crate::admission` decides), and the state of one connection. A connection is opened by `handshake` (greeting, options, TLS,
 //! login), then served by the command loop in `conn`, which looks each line up in the command
 //! table (`command`); `reply` writes replies,
-//! `stall` guards writes. Wire syntax is ardacat-proto's; the meaning of commands is the
+//! `stall` guards writes, `forward` sends the writes of a site replica to its primary. Wire syntax is ardacat-proto's; the meaning of commands is the
 //! catalogue's. This module only translates.
 
 pub mod command;
 mod conn;
+pub mod forward;
 mod handshake;
 pub mod reply;
 pub mod stall;
@@ -38,15 +39,24 @@ pub struct ConnState {
     /// The restore `restore` opened, until `restore_end` or `restore_abort`.
     pub restore: Option<ardacat_core::service::dump::restore::Restore>,
     pub peer: SocketAddr,
+    /// On a site replica with `--primary`: the session's connection to the primary and what is
+    /// open there.
+    pub forward: forward::Forwarding,
 }
 
 impl ConnState {
+    pub fn new(session: Session<crate::Store>, escape: bool, session_id: Option<u64>, peer: SocketAddr) -> Self {
+        ConnState { session, escape, session_id, upload: None, restore: None, peer, forward: Default::default() }
+    }
+
     /// The session id to put in a reply's end marker. A token tells the client it may hang up
     /// and resume later (the original client does so at once), but an open transaction or upload
     /// lives only as long as this connection; so while one is open no token is sent and the
     /// client keeps the connection.
     fn token(&self) -> Option<u64> {
-        self.session_id.filter(|_| !self.session.in_transaction() && self.upload.is_none() && self.restore.is_none())
+        self.session_id.filter(|_| {
+            !self.session.in_transaction() && self.upload.is_none() && self.restore.is_none() && !self.forward.is_open()
+        })
     }
 }
 

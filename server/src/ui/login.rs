@@ -91,6 +91,10 @@ pub(super) async fn login_submit(
         Credentials::Password { user, password: form.get("password").map(String::as_str) }
     };
     match auth::authenticate(&st.shared, Via::Web, ip, credentials).await {
+        // A service account (`user_may_sudo`) may do nothing as itself here.
+        Ok(login) if st.shared.catalogue.admit(&ardacat_core::Session::new(login.principal.clone()), "ui").is_err() => {
+            refuse(StatusCode::FORBIDDEN, "A service account cannot use the web interface.")
+        }
         Ok(login) => {
             tracing::info!(target: "audit", via = ?Via::Web, user = %login.principal.user, peer = ?ip, "web login");
             let id = st.sessions.open(login.principal);

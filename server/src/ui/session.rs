@@ -117,14 +117,14 @@ mod tests {
     #[test]
     fn sessions_open_and_close() {
         let s = WebSessions::default();
-        let id = s.open(Principal { user: "bob".into(), groups: vec![] });
+        let id = s.open(Principal { user: "bob".into(), groups: vec![], may_sudo: false });
         assert_eq!(s.get(&id).unwrap().principal.user, "bob");
         assert!(s.get("other").is_none());
         s.close(&id);
         assert!(s.get(&id).is_none());
-        let a = s.open(Principal { user: "bob".into(), groups: vec![] });
-        let b = s.open(Principal { user: "bob".into(), groups: vec![] });
-        let c = s.open(Principal { user: "carol".into(), groups: vec![] });
+        let a = s.open(Principal { user: "bob".into(), groups: vec![], may_sudo: false });
+        let b = s.open(Principal { user: "bob".into(), groups: vec![], may_sudo: false });
+        let c = s.open(Principal { user: "carol".into(), groups: vec![], may_sudo: false });
         s.close_user("bob", Some(&a));
         assert!(s.get(&a).is_some() && s.get(&b).is_none() && s.get(&c).is_some());
         assert!(same_token("abc", "abc") && !same_token("abc", "abd") && !same_token("a", "ab"));

@@ -175,8 +175,9 @@ impl<S: Store> Catalogue<S> {
     }
 
     async fn principal_of(&self, conn: &mut S::Conn, login: &str) -> Result<Principal> {
+        let may_sudo = conn.user(login).await?.is_some_and(|u| u.may_sudo);
         let groups = conn.groups_of(login).await?;
-        Ok(Principal { user: login.to_string(), groups })
+        Ok(Principal { user: login.to_string(), groups, may_sudo })
     }
 
     /// Maps a certificate subject DN to its user.
@@ -184,9 +185,16 @@ impl<S: Store> Catalogue<S> {
         self.inner.store.acquire().await?.user_by_subject(subject).await
     }
 
-    /// `sudo <user>`: root acts as another user for the rest of the session.
+    /// `sudo <user>`: root acts as another user for the rest of the session; so does a service
+    /// account (`user_may_sudo`), to non-root users only, as often as it likes
+    /// (`service_account.rs`).
     pub async fn sudo(&self, s: &mut Session<S>, user: &str) -> Result<()> {
-        require_root(&s.principal)?;
+        if !s.principal.is_root() {
+            let account = self.sudo_account(s, user).await?;
+            s.principal = self.principal(user).await?;
+            s.service_account = Some(account);
+            return Ok(());
+        }
         s.principal = self.principal(user).await?;
         Ok(())
     }
@@ -198,13 +206,14 @@ impl<S: Store> Catalogue<S> {
         let user = s.principal.user.clone();
         let groups = self
             .read(s, async |conn| {
-                if conn.user(&user).await?.is_none() && user != "anonymous" {
+                let record = conn.user(&user).await?;
+                if record.is_none() && user != "anonymous" {
                     return Err(Error::PermissionDenied(format!("user {user} no longer exists")));
                 }
-                conn.groups_of(&user).await
+                Ok((conn.groups_of(&user).await?, record.is_some_and(|r| r.may_sudo)))
             })
             .await?;
-        s.principal.groups = groups;
+        (s.principal.groups, s.principal.may_sudo) = groups;
         s.auth_epoch = epoch;
         s.auth_read = Some(std::time::Instant::now());
         Ok(())

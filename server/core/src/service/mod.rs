@@ -17,6 +17,7 @@ mod indexes;
 mod namespace;
 mod native_sql;
 mod replicas;
+mod service_account;
 pub mod sessions;
 mod standby;
 
@@ -34,6 +35,8 @@ pub use constraints::{ConstraintInfo, NewConstraint};
 pub use entries::{NamedValues, QueryPage, SelectSpec};
 pub use indexes::{IndexInfo, MAX_INDEX_COLUMNS};
 pub use replicas::{MAX_GUID, MAX_SITE_NAME, MAX_SITE_SERVER};
+pub use service_account::SERVICE_ACCOUNT_COMMANDS;
+pub use standby::{parse_lsn, replica_poll_pauses};
 
 /// Defaults and limits of the service.
 #[derive(Debug, Clone)]
@@ -71,13 +74,28 @@ pub struct Session<S: Store> {
     auth_read: Option<Instant>,
     /// The open transaction changed users, groups or ACLs: bump the epoch again at commit.
     auth_dirty: bool,
+    /// The service account (`user_may_sudo`) this session logged in as, once it `sudo`ed to
+    /// the principal: it may `sudo` again, and audit lines name it.
+    service_account: Option<String>,
+    /// Read-your-writes on a site replica: the primary's WAL position after this session's last
+    /// forwarded write, until the standby has replayed past it (`standby.rs`).
+    wait_lsn: Option<String>,
 }
 
 impl<S: Store> Session<S> {
     /// A session whose groups will be re-read before its first command
     /// ([`Catalogue::refresh_if_changed`]).
     pub fn new(principal: Principal) -> Self {
-        Session { principal, cwd: "/".into(), tx: None, auth_epoch: 0, auth_read: None, auth_dirty: false }
+        Session {
+            principal,
+            cwd: "/".into(),
+            tx: None,
+            auth_epoch: 0,
+            auth_read: None,
+            auth_dirty: false,
+            service_account: None,
+            wait_lsn: None,
+        }
     }
 
     /// Mark the principal's groups as read at `epoch` ([`Catalogue::auth_epoch`], taken before
@@ -90,6 +108,22 @@ impl<S: Store> Session<S> {
 
     pub fn in_transaction(&self) -> bool {
         self.tx.is_some()
+    }
+
+    /// The service account acting as the principal (after its `sudo`), for audit lines.
+    pub fn service_account(&self) -> Option<&str> {
+        self.service_account.as_deref()
+    }
+
+    /// Read-your-writes: the next local read waits until the standby replayed past `lsn`
+    /// ([`Catalogue::catch_up`]).
+    pub fn set_wait_lsn(&mut self, lsn: String) {
+        self.wait_lsn = Some(lsn);
+    }
+
+    /// The WAL position the session's next local read waits for, if any.
+    pub fn wait_lsn(&self) -> Option<&str> {
+        self.wait_lsn.as_deref()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Users, groups and the server's counters: `user_create`, `user_remove`, `user_passwd`,
 //! `user_subject_add`, `user_subject_remove`, `user_listcred`, `user_list`, `grp_create`,
 //! `grp_remove`, `grp_adduser`, `grp_removeuser`, `grp_member`, `grp_list`, `grp_show`,
-//! `stats`. AMGA's own names are aliases (`user_password_change`, `user_subjectadd`,
+//! `stats`, and the service-account privilege of forwarding replicas, `user_may_sudo`. AMGA's own names are aliases (`user_password_change`, `user_subjectadd`,
 //! `user_subjectremove`, `grp_delete`).
 
 use ardacat_core::Error;
@@ -15,6 +15,7 @@ pub enum Cmd {
     UserCreate { name: String, password: String },
     UserRemove(String),
     UserPasswd { name: String, password: String },
+    UserMaySudo { name: String, on: bool },
     UserSubjectAdd { name: String, subject: String },
     UserSubjectRemove { name: String, subject: String },
     UserListcred(String),
@@ -64,6 +65,22 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         parse: |c, a| {
             let (name, password) = c.two(a, "<name> <password>")?;
             Ok(Cmd::UserPasswd { name, password }.into())
+        },
+    },
+    CommandSpec {
+        name: "user_may_sudo",
+        aliases: &[],
+        usage: "user_may_sudo <name> on|off",
+        kind: Write,
+        in_upload: false,
+        parse: |c, a| {
+            let (name, switch) = c.two(a, "<name> on|off")?;
+            let on = match switch.to_ascii_lowercase().as_str() {
+                "on" => true,
+                "off" => false,
+                _ => return Err(c.usage("<name> on|off")),
+            };
+            Ok(Cmd::UserMaySudo { name, on }.into())
         },
     },
     CommandSpec {
@@ -189,6 +206,7 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
         Cmd::UserCreate { name, password } => cat.user_create(s, &name, &password).await?,
         Cmd::UserRemove(name) => cat.user_remove(s, &name).await?,
         Cmd::UserPasswd { name, password } => cat.user_passwd(s, &name, &password).await?,
+        Cmd::UserMaySudo { name, on } => cat.user_may_sudo(s, &name, on).await?,
         Cmd::UserSubjectAdd { name, subject } => cat.user_subject_add(s, &name, &subject).await?,
         Cmd::UserSubjectRemove { name, subject } => cat.user_subject_remove(s, &name, &subject).await?,
         Cmd::UserListcred(name) => {

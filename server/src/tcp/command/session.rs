@@ -1,4 +1,5 @@
-//! Session commands: `help`, `pwd`, `cd`, `whoami`, `sudo`.
+//! Session commands: `help`, `pwd`, `cd`, `whoami`, `sudo`, and the ardacat extension `wal_lsn`
+//! (the database's WAL position, which a forwarding replica asks its primary after each write).
 
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
@@ -13,6 +14,7 @@ pub enum Cmd {
     Cd(String),
     Whoami,
     Sudo(String),
+    WalLsn,
 }
 
 impl From<Cmd> for super::Cmd {
@@ -62,6 +64,14 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| Ok(Cmd::Sudo(c.one(a, "<user>")?).into()),
     },
+    CommandSpec {
+        name: "wal_lsn",
+        aliases: &[],
+        usage: "wal_lsn  (PostgreSQL's WAL position: current on a primary, replayed on a standby)",
+        kind: Read,
+        in_upload: false,
+        parse: |c, a| c.none(a, Cmd::WalLsn.into()),
+    },
 ];
 
 pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, W>) -> Result<Outcome, Error> {
@@ -79,6 +89,7 @@ pub(super) async fn run<W: AsyncWrite + Unpin + Send>(cmd: Cmd, cx: Ctx<'_, '_, 
         Cmd::Cd(d) => cat.cd(s, &d).await?,
         Cmd::Whoami => cx.reply.value(Some(&s.principal.user)).await?,
         Cmd::Sudo(u) => cat.sudo(s, &u).await?,
+        Cmd::WalLsn => cx.reply.value(Some(&cat.wal_lsn(s).await?)).await?,
     }
     Ok(Outcome::Done)
 }

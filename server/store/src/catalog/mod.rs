@@ -22,6 +22,7 @@ mod settings;
 mod shared;
 mod tables;
 mod units;
+mod wal;
 
 use ardacat_core::error::{Error, Result};
 use ardacat_core::perm::AclEntry;
@@ -533,6 +534,14 @@ impl StoreConn for SqlConn {
 
     async fn set_password(&mut self, name: &str, password_hash: &str) -> Result<bool> {
         SqlConn::set_password(self, name, password_hash).await
+    }
+
+    async fn set_may_sudo(&mut self, name: &str, may_sudo: bool) -> Result<bool> {
+        SqlConn::set_may_sudo(self, name, may_sudo).await
+    }
+
+    async fn wal_lsn(&mut self) -> Result<Option<String>> {
+        SqlConn::wal_lsn(self).await
     }
 
     async fn add_subject(&mut self, name: &str, subject: &str) -> Result<()> {

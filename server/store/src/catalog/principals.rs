@@ -6,7 +6,11 @@ use super::*;
 impl SqlConn {
     pub(super) async fn user(&mut self, name: &str) -> Result<Option<UserRecord>> {
         let rows = self.rows_compiled(&principal_sql::select_user(self.dialect, name)).await?;
-        Ok(rows.into_iter().next().map(|r| UserRecord { name: text_of(&r[0]), password_hash: r[1].to_wire() }))
+        Ok(rows.into_iter().next().map(|r| UserRecord {
+            name: text_of(&r[0]),
+            password_hash: r[1].to_wire(),
+            may_sudo: matches!(r[2], Value::Bool(true)),
+        }))
     }
 
     pub(super) async fn user_by_subject(&mut self, subject: &str) -> Result<Option<String>> {
@@ -38,6 +42,12 @@ impl SqlConn {
         self.announce(true);
         self.writing()?;
         Ok(self.exec_compiled(&principal_sql::update_password(self.dialect, name, password_hash)).await? > 0)
+    }
+
+    pub(super) async fn set_may_sudo(&mut self, name: &str, may_sudo: bool) -> Result<bool> {
+        self.announce(true);
+        self.writing()?;
+        Ok(self.exec_compiled(&principal_sql::update_may_sudo(self.dialect, name, may_sudo)).await? > 0)
     }
 
     pub(super) async fn add_subject(&mut self, name: &str, subject: &str) -> Result<()> {

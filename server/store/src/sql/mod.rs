@@ -4,7 +4,7 @@
 //! definitions (`constraint_rows`) and their DDL (`constraints`), users, groups and subjects
 //! (`principals`), entry permissions, entry and collection ACLs and user and group listings
 //! (`statements`), the replica catalogue's (`replicas`), sequences (`sequences`), settings and
-//! revoked tokens (`settings`), the listings of dump and copy (`dump`), and the compiler from
+//! revoked tokens (`settings`), the WAL position (`wal`), the listings of dump and copy (`dump`), and the compiler from
 //! resolved query plans to one parameterised statement (`compile`). User values are always bound
 //! parameters; identifiers are generated (`e<id>`, `a<id>`), never taken from user text.
 
@@ -23,6 +23,7 @@ pub mod settings;
 pub mod shared;
 pub mod statements;
 pub mod tables;
+pub mod wal;
 
 pub use compile::{Compiled, compile_delete, compile_insert, compile_select, compile_update};
 pub use dialect::Dialect;

@@ -15,14 +15,21 @@ fn with_name(d: Dialect, sql: impl FnOnce(&str) -> String, name: &str, types: Ve
     p.done(sql, types)
 }
 
-/// name, password_hash.
+/// name, password_hash, may_sudo.
 pub fn select_user(d: Dialect, name: &str) -> Compiled {
     with_name(
         d,
-        |p| format!("SELECT name, password_hash FROM users WHERE name = {p}"),
+        |p| format!("SELECT name, password_hash, may_sudo FROM users WHERE name = {p}"),
         name,
-        vec![ValueType::Text, ValueType::Text],
+        vec![ValueType::Text, ValueType::Text, ValueType::Bool],
     )
+}
+
+/// The service-account privilege (`user_may_sudo`, migration 0009).
+pub fn update_may_sudo(d: Dialect, name: &str, may_sudo: bool) -> Compiled {
+    let mut p = Params::new(d);
+    let sql = format!("UPDATE users SET may_sudo = {} WHERE name = {}", p.bool(may_sudo), p.text(name));
+    p.done(sql, Vec::new())
 }
 
 pub fn select_user_by_subject(d: Dialect, subject: &str) -> Compiled {

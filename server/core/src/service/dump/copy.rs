@@ -56,7 +56,7 @@ pub async fn copy_catalogue<S: Store, T: Store>(from: S, to: T, config: ServiceC
     drop(target);
     let src = Catalogue::new(from, config.clone()).await?;
     let dst = Catalogue::new(to, config).await?;
-    let root = || Principal { user: "root".into(), groups: Vec::new() };
+    let root = || Principal { user: "root".into(), groups: Vec::new(), may_sudo: false };
     let (mut s_src, mut s_dst) = (Session::<S>::new(root()), Session::<T>::new(root()));
     let (tx, mut rx) = mpsc::channel::<String>(LINES);
     let producer = async {

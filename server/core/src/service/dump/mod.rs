@@ -262,6 +262,9 @@ async fn dump_principals<C: StoreConn, K: RowSink>(conn: &mut C, w: &mut Writer<
         for sub in &subjects {
             w.rec(&["US", u, sub]).await?;
         }
+        if rec.may_sudo {
+            w.rec(&["SUDO", u]).await?;
+        }
     }
     for (g, owner) in conn.groups_with_owners().await? {
         w.rec(&["G", &g, &owner]).await?;

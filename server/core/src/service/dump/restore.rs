@@ -245,6 +245,14 @@ impl<S: Store> Catalogue<S> {
                 .await?;
                 self.auth_changed(s);
             }
+            "SUDO" => {
+                width(&f, 2)?;
+                let name = need(&f, 1)?;
+                if !self.write(s, async |c| c.set_may_sudo(name, true).await).await? {
+                    return Err(Error::NotFound(format!("user {name}")));
+                }
+                self.auth_changed(s);
+            }
             "SITE" => {
                 width(&f, 3)?;
                 let (name, server) = (need(&f, 1)?, need(&f, 2)?);
