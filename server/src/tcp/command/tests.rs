@@ -165,10 +165,10 @@ fn error_texts() {
 #[test]
 fn table_is_complete_and_ordered() {
     let names: Vec<&str> = all().map(|s| s.name).collect();
-    assert_eq!(names.len(), 73);
+    assert_eq!(names.len(), 74);
     assert_eq!(&names[..7], ["help", "pwd", "cd", "whoami", "sudo", "wal_lsn", "createdir"]);
     assert_eq!(names.last(), Some(&"restore_abort"));
-    assert_eq!(&names[68..], ["dump", "restore", "restore_put", "restore_end", "restore_abort"]);
+    assert_eq!(&names[68..], ["dump", "dump_count", "restore", "restore_put", "restore_end", "restore_abort"]);
     for spec in all() {
         assert_eq!(spec.name, spec.name.to_ascii_lowercase());
         assert!(spec.usage.starts_with(spec.name), "{}", spec.name);
