@@ -41,7 +41,7 @@ use sqlx::postgres::types::Oid;
 use sqlx::postgres::{PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo, PgValueRef};
 use sqlx::query::Query;
 use sqlx::{
-    AssertSqlSafe, Decode, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr, Statement,
+    AssertSqlSafe, Connection, Decode, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr, Statement,
     TypeInfo, ValueRef,
 };
 use std::time::Duration;
@@ -49,6 +49,9 @@ use tokio::sync::mpsc;
 
 /// How long a dropped `Conn`'s background rollback may take before the connection is discarded.
 const DROP_ROLLBACK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A pooled connection idle at least this long is pinged before it is handed out (see `Pool::open`).
+const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 
 /// The one place where run-time SQL text is declared safe for sqlx. The text comes from our own
 /// dialect modules; every user-supplied value is a bound parameter, never part of the text.
@@ -86,6 +89,19 @@ impl Pool {
         let pool = PgPoolOptions::new()
             .max_connections(u32::try_from(size).unwrap_or(u32::MAX))
             .acquire_timeout(opts.acquire_timeout)
+            // sqlx pings (a Sync round trip) every connection it hands out by default: a second
+            // round trip per `get`. Only a connection that sat idle long enough to have gone stale
+            // unseen (the server restarted, a firewall dropped it) is pinged; one in steady use has
+            // just answered a statement, and a broken one fails its next statement anyway.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_IF_IDLE_FOR {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .after_connect(|conn, _meta| {
                 Box::pin(async move {
                     // PostgreSQL 14+: have the server notice a vanished client during a long
