@@ -7,8 +7,8 @@
 # PostgreSQL database (dropped at the end), each loaded once with `ardacat bench --setup --entries 10000`.
 # Each round runs, at 16 connections for S seconds: the PostgreSQL references (bench/pgbench-ref.sh:
 # `pgbench -S -M prepared -c 16 -j 2` at scale 10 and the 60-column variant), then for every BIN_DIR
-# in turn TCP `ping`, TCP `get`, SOAP `get`, TCP `bulkget` and SOAP `bulkget` on SQLite and TCP
-# `ping` and `get` on PostgreSQL. Every point prints ops/s (bulkget: entries/s) and p99 in ms. Then
+# in turn (scenario by scenario) TCP `ping`, TCP `get`, SOAP `get`, TCP `bulkget` and SOAP `bulkget`
+# on SQLite and TCP `ping`, TCP `get` and SOAP `get` on PostgreSQL. Every point prints ops/s (bulkget: entries/s) and p99 in ms. Then
 # the streaming goal: bench/stream-ab.sh on both backends with all BIN_DIRs (N rows, R rounds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,12 +52,14 @@ point() { # bin port label scenario protocol
     [[ $protocol == soap ]] && target=$((port + 1))
     "$bin/ardacat" bench --host 127.0.0.1 --port $target --tcp-port $port --login root --password pw \
         --protocol "$protocol" --scenario "$scenario" --connections 16 --duration "$secs" --json |
-        python3 -c '
+        python3 -c "$summary" "$label"
+}
+# One line per point from the load generator's --json summary (the last line it prints).
+summary='
 import json, sys
 r = json.loads(sys.stdin.read().strip().splitlines()[-1])
 rate = r.get("entries_per_sec") or r["ops_per_sec"]
-print(f"{sys.argv[1]:<28} {rate:>10.0f} /s  p99 {r[\"p99_us\"] / 1000:.2f} ms  errors {r[\"errors\"]}")' "$label"
-}
+print("%-40s %10.0f /s  p99 %.2f ms  errors %d" % (sys.argv[1], rate, r["p99_us"] / 1000, r["errors"]))'
 echo "date $(date -u '+%F %T') UTC; $(lscpu | grep 'Model name' | tr -s ' '); load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "16 connections, $secs s per point, $rounds rounds; bins: ${bins[*]}"
 for i in "${!bins[@]}"; do
@@ -67,15 +69,14 @@ done
 for r in $(seq "$rounds"); do
     echo "-- round $r ($(date -u +%T) UTC, load $(cut -d' ' -f1 /proc/loadavg))"
     bench/pgbench-ref.sh 16 "$secs" "$admin" | sed 's/^/reference /'
-    for i in "${!bins[@]}"; do
-        b=${bins[$i]}; ps=$((base + 20 * i)); pp=$((base + 20 * i + 10))
-        point "$b" $ps "$b sqlite ping" ping tcp
-        point "$b" $ps "$b sqlite get tcp" get tcp
-        point "$b" $ps "$b sqlite get soap" get soap
-        point "$b" $ps "$b sqlite bulkget tcp" bulkget tcp
-        point "$b" $ps "$b sqlite bulkget soap" bulkget soap
-        point "$b" $pp "$b postgres ping" ping tcp
-        point "$b" $pp "$b postgres get tcp" get tcp
+    # Scenario by scenario, every BIN_DIR in turn: an A/B's points are seconds apart.
+    for what in "sqlite ping tcp" "sqlite get tcp" "sqlite get soap" "sqlite bulkget tcp" "sqlite bulkget soap" \
+        "postgres ping tcp" "postgres get tcp" "postgres get soap"; do
+        read -r backend scenario protocol <<<"$what"
+        for i in "${!bins[@]}"; do
+            b=${bins[$i]}; port=$((base + 20 * i)); [[ $backend == postgres ]] && port=$((port + 10))
+            point "$b" $port "$b $what" "$scenario" "$protocol"
+        done
     done
 done
 echo "-- streaming ($stream_rows rows of 60 attributes, $rounds rounds)"
