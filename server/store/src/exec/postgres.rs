@@ -114,7 +114,14 @@ impl Pool {
 
     pub(crate) async fn acquire(&self) -> Result<Conn, StoreError> {
         let conn = self.slots.acquire().await?;
-        Ok(Conn { conn: Some(conn), slots: self.slots.clone(), in_tx: false, dirty: false, discard: false })
+        Ok(Conn {
+            conn: Some(conn),
+            slots: self.slots.clone(),
+            in_tx: false,
+            dirty: false,
+            discard: false,
+            failed: false,
+        })
     }
 
     /// The pool of the one `LISTEN` connection.
@@ -142,6 +149,9 @@ pub(crate) struct Conn {
     dirty: bool,
     /// Close instead of pooling on drop (session state such as an advisory lock).
     discard: bool,
+    /// A statement failed on this connection: it may be broken (an I/O error looks like any other
+    /// here), so the pool pings it before it is handed out again.
+    failed: bool,
 }
 
 impl Drop for Conn {
@@ -159,7 +169,7 @@ impl Drop for Conn {
                     rt.spawn(async move {
                         let rollback = sqlx::raw_sql("ROLLBACK").execute(&mut live.conn);
                         if let Ok(Ok(_)) = tokio::time::timeout(DROP_ROLLBACK_TIMEOUT, rollback).await {
-                            slots.give_back(live);
+                            slots.give_back(live, false);
                         }
                     });
                 }
@@ -167,7 +177,7 @@ impl Drop for Conn {
             }
             return;
         }
-        self.slots.give_back(live);
+        self.slots.give_back(live, self.failed);
     }
 }
 
@@ -296,6 +306,7 @@ impl Conn {
             Err(e) => Err(e),
         };
         self.dirty = false;
+        self.failed |= r.is_err();
         Ok(r?.rows_affected())
     }
 
@@ -312,6 +323,7 @@ impl Conn {
             Err(e) => Err(e),
         };
         self.dirty = false;
+        self.failed |= r.is_err();
         r?.iter().map(|row| decode_row(row, types)).collect()
     }
 
@@ -337,6 +349,7 @@ impl Conn {
             Ok(q) => q,
             Err(e) => {
                 self.dirty = false;
+                self.failed = true;
                 let _ = tx.send(Err(E::from(e.clone()))).await;
                 return Err(e);
             }
@@ -366,6 +379,7 @@ impl Conn {
             }
         };
         drop(rows);
+        self.failed |= outcome.is_err();
         let finished = matches!(outcome, Ok(true) | Err((_, true)));
         if finished {
             self.dirty = false;
@@ -386,6 +400,7 @@ impl Conn {
         let c = self.live().await?;
         let r = sqlx::raw_sql(sql(text)).execute(c).await;
         self.dirty = false;
+        self.failed |= r.is_err();
         r?;
         Ok(())
     }
@@ -409,6 +424,7 @@ impl Conn {
             }
         }
         self.dirty = false;
+        self.failed |= result.is_err();
         result?;
         Ok(total)
     }
@@ -418,6 +434,7 @@ impl Conn {
         let c = self.live().await?;
         let r = sqlx::raw_sql(text).execute(c).await;
         self.dirty = false;
+        self.failed |= r.is_err();
         r?;
         Ok(())
     }

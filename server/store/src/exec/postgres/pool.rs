@@ -7,9 +7,10 @@
 //! round trips where its statement needs one. Here a connection given back clean (no open
 //! transaction, nothing unread, no session state: the parent decides) goes straight onto a stack
 //! and the next `acquire` takes the most recently used one. A connection that sat there for
-//! [`PING_IF_IDLE_FOR`] or longer is pinged first, and closed and replaced if that fails, so a
-//! connection gone stale unseen (the server restarted, a firewall dropped it) is still caught
-//! before use; one in steady use has just answered a statement. sqlx's pool remains the
+//! [`PING_IF_IDLE_FOR`] or longer, or on which a statement failed (a broken socket fails like any
+//! statement), is pinged first, and closed and replaced if that fails, so a connection gone stale
+//! unseen (the server restarted, a firewall dropped it) is still caught before use; one in steady
+//! use has just answered a statement. sqlx's pool remains the
 //! connection factory (connect options, `after_connect`); each new connection is detached from
 //! it at once, and the number of connections is bounded here by one semaphore permit each.
 
@@ -32,10 +33,17 @@ pub(super) struct Slots {
     factory: PgPool,
     /// One permit per connection that may be in use; `size` in all.
     permits: Arc<Semaphore>,
-    /// Clean connections given back, with when; the last one is the most recently used.
-    idle: Mutex<Vec<(PgConnection, Instant)>>,
+    /// Clean connections given back; the last one is the most recently used.
+    idle: Mutex<Vec<Idle>>,
     size: usize,
     acquire_timeout: Duration,
+}
+
+/// A connection given back: since when, and whether a statement failed on it (see `acquire`).
+struct Idle {
+    conn: PgConnection,
+    since: Instant,
+    failed: bool,
 }
 
 /// A connection in use, with the permit it holds. Dropping it closes the connection.
@@ -55,13 +63,14 @@ impl Slots {
         })
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(PgConnection, Instant)>> {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
         // A poisoned lock only means a panic elsewhere during a push or pop.
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A connection: a permit (waiting at most `acquire_timeout`), then the most recently given
-    /// back connection, pinged if it was idle long, or a new one.
+    /// back connection, pinged if it was idle long or a statement failed on it (a broken socket
+    /// fails like any statement error), or a new one.
     pub(super) async fn acquire(&self) -> Result<Live, StoreError> {
         let permit = match tokio::time::timeout(self.acquire_timeout, self.permits.clone().acquire_owned()).await {
             Ok(Ok(p)) => p,
@@ -70,9 +79,9 @@ impl Slots {
         };
         loop {
             let warm = self.idle().pop();
-            let Some((mut conn, since)) = warm else { break };
+            let Some(Idle { mut conn, since, failed }) = warm else { break };
             // A failed ping drops (closes) the connection; try the next one.
-            if since.elapsed() < PING_IF_IDLE_FOR || conn.ping().await.is_ok() {
+            if (!failed && since.elapsed() < PING_IF_IDLE_FOR) || conn.ping().await.is_ok() {
                 return Ok(Live { conn, permit });
             }
         }
@@ -81,9 +90,9 @@ impl Slots {
     }
 
     /// A clean connection back onto the stack; its permit is released after it is there.
-    pub(super) fn give_back(&self, live: Live) {
+    pub(super) fn give_back(&self, live: Live, failed: bool) {
         let Live { conn, permit } = live;
-        self.idle().push((conn, Instant::now()));
+        self.idle().push(Idle { conn, since: Instant::now(), failed });
         drop(permit);
     }
 
@@ -100,7 +109,7 @@ impl Slots {
             drop(all);
         }
         let idle = std::mem::take(&mut *self.idle());
-        for (conn, _) in idle {
+        for Idle { conn, .. } in idle {
             let _ = conn.close().await;
         }
         self.factory.close().await;
