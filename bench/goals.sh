@@ -5,10 +5,10 @@
 #   baseline copy and target/release), so one run is also the A/B of two builds.
 # Per BIN_DIR two servers stay up for the whole run: one on a fresh SQLite file and one on a fresh
 # PostgreSQL database (dropped at the end), each loaded once with `ardacat bench --setup --entries 10000`.
-# Each round runs, at 16 connections for S seconds: the PostgreSQL references (bench/pgbench-ref.sh:
-# `pgbench -S -M prepared -c 16 -j 2` at scale 10 and the 60-column variant), then for every BIN_DIR
-# in turn (scenario by scenario) TCP `ping`, TCP `get`, SOAP `get`, TCP `bulkget` and SOAP `bulkget`
-# on SQLite and TCP `ping`, TCP `get` and SOAP `get` on PostgreSQL. Every point prints ops/s (bulkget: entries/s) and p99 in ms. Then
+# Each round runs, at 16 connections for S seconds, for every BIN_DIR in turn (scenario by scenario)
+# TCP `ping`, TCP `get`, SOAP `get`, TCP `bulkget` and SOAP `bulkget` on SQLite, then the PostgreSQL
+# references (bench/pgbench-ref.sh: `pgbench -S -M prepared -c 16 -j 2` at scale 10 and the
+# 60-column variant), then TCP `ping`, TCP `get` and SOAP `get` on PostgreSQL. Every point prints ops/s (bulkget: entries/s) and p99 in ms. Then
 # the streaming goal: bench/stream-ab.sh on both backends with all BIN_DIRs (N rows, R rounds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,11 +68,13 @@ for i in "${!bins[@]}"; do
 done
 for r in $(seq "$rounds"); do
     echo "-- round $r ($(date -u +%T) UTC, load $(cut -d' ' -f1 /proc/loadavg))"
-    bench/pgbench-ref.sh 16 "$secs" "$admin" | sed 's/^/reference /'
     # Scenario by scenario, every BIN_DIR in turn: an A/B's points are seconds apart.
     for what in "sqlite ping tcp" "sqlite get tcp" "sqlite get soap" "sqlite bulkget tcp" "sqlite bulkget soap" \
         "postgres ping tcp" "postgres get tcp" "postgres get soap"; do
         read -r backend scenario protocol <<<"$what"
+        # The PostgreSQL references right before the PostgreSQL points (the load of a shared
+        # machine moves within a round).
+        [[ $what == "postgres ping tcp" ]] && bench/pgbench-ref.sh 16 "$secs" "$admin" | sed 's/^/reference /'
         for i in "${!bins[@]}"; do
             b=${bins[$i]}; port=$((base + 20 * i)); [[ $backend == postgres ]] && port=$((port + 10))
             point "$b" $port "$b $what" "$scenario" "$protocol"
