@@ -1323,11 +1323,15 @@ async fn pooled_connection_reused_and_an_ended_one_replaced_postgres() {
 
         let admin = Db::open(&admin_url(), DbOptions { pool_size: 1, ..DbOptions::default() }).await.unwrap();
         let mut a = admin.acquire().await.unwrap();
-        a.query("SELECT pg_terminate_backend($1)", &[first.clone()], &[ValueType::Bool]).await.unwrap();
+        a.query("SELECT pg_terminate_backend($1)", std::slice::from_ref(&first), &[ValueType::Bool]).await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let left = a
-                .query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", &[first.clone()], &[ValueType::Int])
+                .query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                    std::slice::from_ref(&first),
+                    &[ValueType::Int],
+                )
                 .await
                 .unwrap();
             if left[0][0] == Value::Int(0) {
