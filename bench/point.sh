@@ -1,22 +1,39 @@
 #!/usr/bin/env bash
 # One load-generator point against a fresh server, for the same-run A/B tables in docs/benchmarks.md
-# (the allocator, the load generator's own cost, TCP_NODELAY on the HTTP port).
+# (the allocator, the load generator's own cost, TCP_NODELAY on the HTTP port, performance round 2).
 # usage: bench/point.sh BIN_DIR SCENARIO PROTOCOL CONNECTIONS SECONDS [ardacat bench options…]
 #   BIN_DIR holds `ardacat` and `ardacat-server` release binaries (e.g. copies of target/release from
 #   two commits); e.g. bench/point.sh target/release get tcp 16 10
 #                      bench/point.sh target/release bulkget soap 1 6 --keep-alive off
-# Starts the server on a new SQLite file, makes /bench (10,000 entries of 60 attributes) and /bench1k
-# with `ardacat bench --setup`, runs the point, and prints the load generator's summary, the
-# server's CPU seconds during the point (utime+stime from /proc) and the client's user/sys seconds.
+#                      DATABASE=postgres://postgres@127.0.0.1:5432 bench/point.sh target/release get tcp 16 10
+# Starts the server on a new SQLite file, or, with DATABASE=postgres://USER@HOST:PORT[/ignored], on a
+# fresh PostgreSQL database of that cluster (created here, dropped at the end); makes /bench (10,000
+# entries of 60 attributes) and /bench1k with `ardacat bench --setup`, runs the point, and prints the
+# load generator's summary (ops/s, p50/p90/p99), the server's CPU seconds during the point
+# (utime+stime from /proc) and the client's user/sys seconds.
 set -euo pipefail
 bin=$1; scenario=$2; protocol=$3; conns=$4; secs=$5; shift 5
 work=$(mktemp -d); port=$((20000 + RANDOM % 20000))
+db=
+if [[ ${DATABASE:-} == postgres://* ]]; then
+    admin=${DATABASE%/}; admin=${admin#postgres://}; admin=postgres://${admin%%/*}
+    db=ardacat_point_$$_$port
+    psql -q "$admin/postgres" -c "create database $db" >/dev/null
+    url=$admin/$db
+else
+    url=sqlite:$work/cat.db
+fi
 # The load generator is one address: no per-address cap.
 ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server" --tcp-port $port --http-port $((port + 1)) \
-    --database "sqlite:$work/cat.db" >"$work/server.log" 2>&1 &
+    --database "$url" >"$work/server.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 50); do grep -q listening "$work/server.log" && break; sleep 0.2; done
+cleanup() {
+    kill $server 2>/dev/null; wait $server 2>/dev/null || true
+    [[ -z $db ]] || psql -q "$admin/postgres" -c "drop database if exists $db" >/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do grep -q listening "$work/server.log" && break; sleep 0.2; done
 client=("$bin/ardacat" bench --host 127.0.0.1 --login root --password pw)
 "${client[@]}" --port $port --setup --entries 10000 --scenario ping --duration 1 >/dev/null
 target=$port; [[ $protocol == soap ]] && target=$((port + 1))

@@ -6,12 +6,24 @@
 #   - PostgreSQL on 127.0.0.1:5432 (started if installed but down), unless --backends leaves it out;
 #   - a Python venv with matplotlib (target/bench-venv) for the plots;
 #   - target/release/{ardacat,ardacat-server,echo_baseline}.
+# `bench/run.sh --goals [goals.sh options] [BIN_DIR…]` runs instead the same-run table of performance
+# round 2 (issue #17, bench/goals.sh: ping, get, SOAP get, bulkget, streaming against the pgbench and
+# export references); BIN_DIR defaults to target/release, built first.
 # BENCH_TINY=1 shrinks --quick to a smoke test (1 s points, connections 1/4, 2000 entries) written
 # to target/bench-tiny. BENCH_NO_BUILD=1 skips the cargo build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '== %s\n' "$*" >&2; }
+
+if [[ ${1:-} == --goals ]]; then
+    shift
+    [[ -n "${BENCH_NO_BUILD:-}" ]] || cargo build --release -q -p ardacat-client -p ardacat-server --bins
+    has_bin=0
+    for a in "$@"; do [[ -x $a/ardacat-server ]] && has_bin=1; done
+    ((has_bin)) || set -- "$@" target/release
+    exec bench/goals.sh "$@"
+fi
 
 want_pg=1
 args=("$@")

@@ -52,6 +52,7 @@ on_both_backends!(
     entry_permission_matrix,
     lazy_entry_tables,
     composite_indexes,
+    a_path_below_a_leaf_collection_becomes_a_collection_at_once,
 );
 
 async fn catalogue(db: &TestDb) -> Cat {
@@ -358,6 +359,30 @@ async fn getattr_answers(cat: &Cat, se: &mut Session<Store>) -> Answers {
     assert_eq!(code(cat.getattr(se, "/jobs/zz", &s(&["events"]), &mut Vec::new()).await), 1);
     assert_eq!(code(cat.getattr(se, "/jobs/j0", &s(&["nosuch"]), &mut Vec::new()).await), 10);
     answers
+}
+
+/// The schema cache knows `/jobs` has no child collection, so `/jobs/kid` is not looked up per
+/// request; a `createdir` (also inside a transaction, and after it commits) or `rmdir` below it is
+/// seen by the next command at once.
+async fn a_path_below_a_leaf_collection_becomes_a_collection_at_once(backend: Backend) {
+    let mut fx = jobs_schema(backend).await;
+    let (cat, se) = (&fx.cat, &mut fx.se);
+    let ev = s(&["events"]);
+    for _ in 0..2 {
+        assert_eq!(code(cat.getattr(se, "/jobs/kid", &ev, &mut Vec::new()).await), 1);
+    }
+    cat.createdir(se, "/jobs/kid", false).await.unwrap();
+    assert_eq!(cat.getattr(se, "/jobs/kid", &ev, &mut Vec::new()).await.unwrap(), 0);
+    assert_eq!(cat.stat(se, "/jobs/kid").await.unwrap()[0][1].as_deref(), Some("collection"));
+    cat.rmdir(se, "/jobs/kid").await.unwrap();
+    assert_eq!(code(cat.getattr(se, "/jobs/kid", &ev, &mut Vec::new()).await), 1);
+
+    assert_eq!(code(cat.getattr(se, "/jobs/kid2", &ev, &mut Vec::new()).await), 1);
+    cat.begin(se).await.unwrap();
+    cat.createdir(se, "/jobs/kid2", false).await.unwrap();
+    assert_eq!(cat.getattr(se, "/jobs/kid2", &ev, &mut Vec::new()).await.unwrap(), 0);
+    cat.commit(se).await.unwrap();
+    assert_eq!(cat.getattr(se, "/jobs/kid2", &ev, &mut Vec::new()).await.unwrap(), 0);
 }
 
 /// Both count the entries they changed; nothing matched is 1, a bad value 18.

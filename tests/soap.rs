@@ -759,6 +759,10 @@ async fn every_fault_kind_on(b: Backend) {
     c.fails("dropSchema", &el("schemaName", "/nope"), 1).await;
     let f = c.fails("getAttributes", &(el("entryName", "/f/e1") + &el("attributeName", "nosuch")), 10).await;
     assert_eq!(f.kind.as_deref(), Some("NotExistsException"));
+    // A missing entry with an unknown attribute: the entry's fault comes first (the collection is
+    // found by the entry's lookup, before the attributes are checked).
+    c.fails("getAttributes", &(el("entryName", "/f/missing") + &el("attributeName", "nosuch")), 1).await;
+    c.fails("getAttributes", &(el("entryName", "/nope/x") + &el("attributeName", "nosuch")), 1).await;
     c.fails("clearAttributes", &(el("pattern", "/f/e1") + &el("attributeName", "nosuch")), 10).await;
 
     // InvalidArgumentException: 3 (bad command/argument or bad request), 8 (bad query), 18 (bad value).

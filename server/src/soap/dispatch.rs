@@ -331,6 +331,12 @@ struct EntrySink<'a> {
 }
 
 impl RowSink for EntrySink<'_> {
+    fn collection(&mut self, path: &str) {
+        if self.dir.is_empty() {
+            self.dir = path.to_string();
+        }
+    }
+
     async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
         let mut it = row.into_iter();
         let name = path::join(&self.dir, it.next().flatten().as_deref().unwrap_or_default());
@@ -379,19 +385,30 @@ async fn stream_entries(
     let mut writer = ResponseWriter::begin(version, Operation::GetAttributes, &mut out.buf);
     for pattern in entry_names {
         let abs = path::absolute(&s.cwd, pattern)?;
-        let dir = entries_dir(cat, s, &abs).await?;
-        let attrs: Vec<String> = if attribute_names.is_empty() {
-            cat.listattr(s, &dir).await?.into_iter().map(|a| a.name).collect()
+        // Without attribute names the collection must be known first (its attributes are the
+        // list); with them, `getattr` names it to the sink (`RowSink::collection`).
+        let (dir, attrs) = if attribute_names.is_empty() {
+            let dir = entries_dir(cat, s, &abs).await?;
+            let attrs: Vec<String> = cat.listattr(s, &dir).await?.into_iter().map(|a| a.name).collect();
+            (dir, attrs)
         } else {
-            attribute_names.to_vec()
+            (String::new(), attribute_names.to_vec())
         };
+        let known = !dir.is_empty();
         let columns = EntryColumns::new(&attrs);
         let mut sink = EntrySink { out: &mut *out, writer: &mut writer, dir, columns: &columns, soap_error: None };
         let r = cat.getattr(s, &abs, &attrs, &mut sink).await;
         if let Some(e) = sink.soap_error.take() {
             return Err(e.into());
         }
-        r?;
+        if let Err(e) = r {
+            // The answer is the error finding the collection gives, if it gives one (it came
+            // first when the collection was found before `getattr`): the same fault as before.
+            if !known {
+                entries_dir(cat, s, &abs).await?;
+            }
+            return Err(e.into());
+        }
     }
     writer.finish(&mut out.buf)?;
     Ok(())

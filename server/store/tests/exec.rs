@@ -1308,3 +1308,45 @@ async fn batch_leaving_a_transaction_open_is_refused_sqlite() {
     })
     .await;
 }
+
+/// The PostgreSQL pool (`exec/postgres/pool.rs`) hands the connection given back last to the next
+/// `acquire` without a ping round trip; a connection the server has ended (as a restart would)
+/// fails one statement, is then pinged before reuse and replaced, and the pool serves again.
+#[tokio::test]
+async fn pooled_connection_reused_and_an_ended_one_replaced_postgres() {
+    on_pg(DbOptions { pool_size: 1, ..small_opts() }, |db, _url| async move {
+        const PID: &str = "SELECT pg_backend_pid()::int8";
+        let pid =
+            async || db.acquire().await.unwrap().query(PID, &[], &[ValueType::Int]).await.map(|r| r[0][0].clone());
+        let first = pid().await.unwrap();
+        assert_eq!(pid().await.unwrap(), first, "the same connection serves the next acquire");
+
+        let admin = Db::open(&admin_url(), DbOptions { pool_size: 1, ..DbOptions::default() }).await.unwrap();
+        let mut a = admin.acquire().await.unwrap();
+        a.query("SELECT pg_terminate_backend($1)", std::slice::from_ref(&first), &[ValueType::Bool]).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = a
+                .query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                    std::slice::from_ref(&first),
+                    &[ValueType::Int],
+                )
+                .await
+                .unwrap();
+            if left[0][0] == Value::Int(0) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "backend {first:?} did not end");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        drop(a);
+
+        assert!(pid().await.is_err(), "the ended connection fails its statement (it was not pinged)");
+        let replaced = pid().await.expect("the next acquire pings the failed connection and opens a new one");
+        assert_ne!(replaced, first);
+        assert_eq!(pid().await.unwrap(), replaced);
+        assert_all_released(&db).await;
+    })
+    .await;
+}

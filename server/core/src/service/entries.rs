@@ -431,6 +431,7 @@ impl<S: Store> Catalogue<S> {
                 columns.push(col(0, c, vt));
                 types.push(vt);
             }
+            sink.collection(&t.coll.path);
             let plan = SelectPlan {
                 tables: vec![t.coll.id],
                 columns,

@@ -130,6 +130,10 @@ impl<S: Store> Session<S> {
 /// Receives result rows as wire text (`None` = NULL). Returning an error stops the query.
 pub trait RowSink: Send {
     fn row(&mut self, row: Vec<Option<String>>) -> impl Future<Output = Result<()>> + Send;
+
+    /// `getattr` found the collection whose entries the rows are (its path), before any row:
+    /// a sink that writes full entry paths learns it here instead of asking the catalogue first.
+    fn collection(&mut self, _path: &str) {}
 }
 
 impl RowSink for Vec<Vec<Option<String>>> {

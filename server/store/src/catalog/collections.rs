@@ -6,19 +6,44 @@ use super::*;
 impl SqlConn {
     pub(super) async fn collection(&mut self, path: &str) -> Result<Option<CollectionInfo>> {
         let cacheable = self.cacheable();
-        if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().by_path.get(path)) {
-            return Ok(hit);
-        }
+        // Before anything is read from the cache or the database (see `cache_fill`).
         let generation = self.cache_generation();
+        let mut parent = None;
+        if cacheable {
+            let cache = self.cache();
+            if let Some(hit) = SchemaCache::fresh(cache.by_path.get(path)) {
+                return Ok(hit);
+            }
+            parent = cache.parent_of(path);
+            if let Some((_, Some(false))) = parent {
+                return Ok(None);
+            }
+        }
         let rows = self.point_rows_compiled(&collection_sql::select_collection_by_path(self.dialect, path)).await?;
         let found = rows.into_iter().next().map(collection_from).transpose()?;
+        // Not a collection, below a cached one whose children are not known: find out whether it
+        // has any, so that the next entry paths below a leaf need no statement.
+        let children = match (&found, parent) {
+            (None, Some((id, None))) => {
+                let any = self.point_rows_compiled(&collection_sql::select_any_child(self.dialect, id)).await?;
+                Some((id, !any.is_empty()))
+            }
+            _ => None,
+        };
         if cacheable {
             self.cache_fill(generation, |cache| {
                 // Lookups of entry paths (which are not collections) would grow the map without bound.
                 if cache.by_path.len() >= SCHEMA_CACHE_PATHS {
                     cache.by_path.clear();
                 }
-                cache.by_path.insert(path.to_string(), (found.clone(), Instant::now()));
+                if cache.has_children.len() >= SCHEMA_CACHE_PATHS {
+                    cache.has_children.clear();
+                }
+                let now = Instant::now();
+                if let Some((id, any)) = children {
+                    cache.has_children.insert(id, (any, now));
+                }
+                cache.by_path.insert(path.to_string(), (found.clone(), now));
             });
         }
         Ok(found)

@@ -89,6 +89,10 @@ struct SchemaCache {
     by_path: HashMap<String, (Option<CollectionInfo>, Instant)>,
     attrs: HashMap<i64, (Vec<AttrDef>, Instant)>,
     acls: HashMap<i64, (Vec<AclEntry>, Instant)>,
+    /// Whether a collection has any child collection, and since when: a path below one that has
+    /// none is not a collection, which answers the lookup of an entry path (`getattr /dir/entry`
+    /// asks whether `/dir/entry` is a collection first) without a statement per entry name.
+    has_children: HashMap<i64, (bool, Instant)>,
     /// Collections whose entry table is known to exist (committed). A table, once created, stays
     /// until its collection is removed, so this set needs no expiry and survives `clear`.
     tables: HashSet<i64>,
@@ -106,6 +110,19 @@ impl SchemaCache {
         self.by_path.clear();
         self.attrs.clear();
         self.acls.clear();
+        self.has_children.clear();
+    }
+
+    /// The id of `path`'s parent collection when it is cached, and whether that parent has child
+    /// collections when that is cached too (a child's path is always its parent's path joined
+    /// with its name, so a parent without children means `path` is not a collection).
+    fn parent_of(&self, path: &str) -> Option<(i64, Option<bool>)> {
+        let (parent, _) = ardacat_core::path::split(path)?;
+        let id = match self.by_path.get(parent) {
+            Some((Some(info), t)) if t.elapsed() < SCHEMA_CACHE_TTL => info.id,
+            _ => return None,
+        };
+        Some((id, Self::fresh(self.has_children.get(&id))))
     }
 }
 

@@ -1,4 +1,5 @@
-//! PostgreSQL backend: a sqlx `PgPool`; a [`Conn`] wraps one `PoolConnection<Postgres>`.
+//! PostgreSQL backend: a pool of sqlx `PgConnection`s (`pool.rs`: no ping round trip per use);
+//! a [`Conn`] holds one of them.
 //!
 //! Statements go through sqlx's extended protocol and are prepared once per connection and
 //! cached (`statement_cache_capacity`). Parameter types come from the SQL text alone (the
@@ -36,7 +37,6 @@ use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType};
 use futures::TryStreamExt;
 use sqlx::encode::IsNull;
-use sqlx::pool::PoolConnection;
 use sqlx::postgres::types::Oid;
 use sqlx::postgres::{PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo, PgValueRef};
 use sqlx::query::Query;
@@ -44,6 +44,7 @@ use sqlx::{
     AssertSqlSafe, Decode, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr, Statement,
     TypeInfo, ValueRef,
 };
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -56,9 +57,14 @@ fn sql(text: &str) -> SqlStr {
     AssertSqlSafe(text.to_owned()).into_sql_str()
 }
 
+mod pool;
+
+use pool::{Live, Slots};
+
 #[derive(Clone)]
 pub(crate) struct Pool {
-    pool: PgPool,
+    /// The connections of `db_pool_size` (`pool.rs`: no ping round trip per use).
+    slots: Arc<Slots>,
     /// One connection of its own for `LISTEN` (`catalog::shared`), outside `db_pool_size`: a
     /// listener holds its connection for the life of the process, which would starve a small pool.
     listen: PgPool,
@@ -83,9 +89,13 @@ impl Pool {
             .max_connections(1)
             .acquire_timeout(opts.acquire_timeout)
             .connect_lazy_with(connect.clone());
-        let pool = PgPoolOptions::new()
+        // The factory of `Slots`: every connection is detached from it as soon as it is open, so
+        // its own checks (a ping per acquire and per release) never run.
+        let factory = PgPoolOptions::new()
             .max_connections(u32::try_from(size).unwrap_or(u32::MAX))
+            .min_connections(0)
             .acquire_timeout(opts.acquire_timeout)
+            .test_before_acquire(false)
             .after_connect(|conn, _meta| {
                 Box::pin(async move {
                     // PostgreSQL 14+: have the server notice a vanished client during a long
@@ -99,12 +109,19 @@ impl Pool {
             })
             .connect_with(connect)
             .await?;
-        Ok(Pool { pool, listen })
+        Ok(Pool { slots: Slots::new(factory, size, opts.acquire_timeout), listen })
     }
 
     pub(crate) async fn acquire(&self) -> Result<Conn, StoreError> {
-        let conn = self.pool.acquire().await?;
-        Ok(Conn { conn: Some(conn), pool: self.pool.clone(), in_tx: false, dirty: false, discard: false })
+        let conn = self.slots.acquire().await?;
+        Ok(Conn {
+            conn: Some(conn),
+            slots: self.slots.clone(),
+            in_tx: false,
+            dirty: false,
+            discard: false,
+            failed: false,
+        })
     }
 
     /// The pool of the one `LISTEN` connection.
@@ -113,51 +130,54 @@ impl Pool {
     }
 
     pub(crate) fn stats(&self) -> PoolStats {
-        let size = self.pool.size() as usize;
-        let idle = self.pool.num_idle().min(size);
-        PoolStats { size, idle, in_use: size - idle }
+        self.slots.stats()
     }
 
     /// Closes the pool; waits until every connection in use has been returned.
     pub(crate) async fn close(&self) {
         // A closed pool ends the listener's wait (sqlx's pool close event), so both finish.
-        tokio::join!(self.listen.close(), self.pool.close());
+        tokio::join!(self.listen.close(), self.slots.close());
     }
 }
 
 pub(crate) struct Conn {
     /// `None` after a connection was discarded outside a transaction; re-acquired on next use.
-    conn: Option<PoolConnection<Postgres>>,
-    pool: PgPool,
+    conn: Option<Live>,
+    slots: Arc<Slots>,
     in_tx: bool,
     /// The connection may have unread results (an abandoned stream, an interrupted future).
     dirty: bool,
     /// Close instead of pooling on drop (session state such as an advisory lock).
     discard: bool,
+    /// A statement failed on this connection: it may be broken (an I/O error looks like any other
+    /// here), so the pool pings it before it is handed out again.
+    failed: bool,
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        let Some(mut conn) = self.conn.take() else { return };
+        let Some(mut live) = self.conn.take() else { return };
         if self.dirty || self.discard {
             // Closing the socket aborts the query and any open transaction on the server.
-            drop(conn.detach());
+            drop(live);
             return;
         }
         if self.in_tx {
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => {
+                    let slots = self.slots.clone();
                     rt.spawn(async move {
-                        let rollback = sqlx::raw_sql("ROLLBACK").execute(&mut *conn);
-                        match tokio::time::timeout(DROP_ROLLBACK_TIMEOUT, rollback).await {
-                            Ok(Ok(_)) => drop(conn),
-                            _ => drop(conn.detach()),
+                        let rollback = sqlx::raw_sql("ROLLBACK").execute(&mut live.conn);
+                        if let Ok(Ok(_)) = tokio::time::timeout(DROP_ROLLBACK_TIMEOUT, rollback).await {
+                            slots.give_back(live, false);
                         }
                     });
                 }
-                Err(_) => drop(conn.detach()),
+                Err(_) => drop(live),
             }
+            return;
         }
+        self.slots.give_back(live, self.failed);
     }
 }
 
@@ -266,16 +286,15 @@ impl Conn {
     async fn live(&mut self) -> Result<&mut PgConnection, StoreError> {
         let conn = match &mut self.conn {
             Some(c) => c,
-            slot => slot.insert(self.pool.acquire().await?),
+            slot => slot.insert(self.slots.acquire().await?),
         };
-        Ok(&mut **conn)
+        Ok(&mut conn.conn)
     }
 
     /// Forget the current connection without returning it to the pool.
     fn discard_now(&mut self) {
-        if let Some(c) = self.conn.take() {
-            drop(c.detach());
-        }
+        // Dropping the connection closes it.
+        drop(self.conn.take());
         self.dirty = false;
     }
 
@@ -287,6 +306,7 @@ impl Conn {
             Err(e) => Err(e),
         };
         self.dirty = false;
+        self.failed |= r.is_err();
         Ok(r?.rows_affected())
     }
 
@@ -303,6 +323,7 @@ impl Conn {
             Err(e) => Err(e),
         };
         self.dirty = false;
+        self.failed |= r.is_err();
         r?.iter().map(|row| decode_row(row, types)).collect()
     }
 
@@ -328,6 +349,7 @@ impl Conn {
             Ok(q) => q,
             Err(e) => {
                 self.dirty = false;
+                self.failed = true;
                 let _ = tx.send(Err(E::from(e.clone()))).await;
                 return Err(e);
             }
@@ -357,6 +379,7 @@ impl Conn {
             }
         };
         drop(rows);
+        self.failed |= outcome.is_err();
         let finished = matches!(outcome, Ok(true) | Err((_, true)));
         if finished {
             self.dirty = false;
@@ -377,6 +400,7 @@ impl Conn {
         let c = self.live().await?;
         let r = sqlx::raw_sql(sql(text)).execute(c).await;
         self.dirty = false;
+        self.failed |= r.is_err();
         r?;
         Ok(())
     }
@@ -400,6 +424,7 @@ impl Conn {
             }
         }
         self.dirty = false;
+        self.failed |= result.is_err();
         result?;
         Ok(total)
     }
@@ -409,6 +434,7 @@ impl Conn {
         let c = self.live().await?;
         let r = sqlx::raw_sql(text).execute(c).await;
         self.dirty = false;
+        self.failed |= r.is_err();
         r?;
         Ok(())
     }

@@ -19,6 +19,13 @@ pub fn select_collection_by_path(d: Dialect, path: &str) -> Compiled {
     p.done(sql, COLLECTION_TYPES.to_vec())
 }
 
+/// One row if the collection has a child collection, none if it is a leaf of the tree.
+pub fn select_any_child(d: Dialect, parent_id: i64) -> Compiled {
+    let mut p = Params::new(d);
+    let sql = format!("SELECT 1 FROM collections WHERE parent_id = {} LIMIT 1", p.int(parent_id));
+    p.done(sql, vec![ValueType::Int])
+}
+
 pub fn select_collection_by_id(d: Dialect, id: i64) -> Compiled {
     let mut p = Params::new(d);
     let sql = format!("SELECT {COLLECTION_COLS} FROM collections WHERE id = {}", p.int(id));

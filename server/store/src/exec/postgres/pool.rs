@@ -1,0 +1,117 @@
+//! The PostgreSQL connection pool: which connection a `Conn` gets and what happens to it when the
+//! `Conn` is done. It must not run statements beyond a liveness ping; what a connection runs is
+//! the parent module's business.
+//!
+//! Why not sqlx's `PgPool` alone: it pings every connection it takes back (a Sync round trip,
+//! unconditionally) and by default every connection it hands out, so a single `get` cost three
+//! round trips where its statement needs one. Here a connection given back clean (no open
+//! transaction, nothing unread, no session state: the parent decides) goes straight onto a stack
+//! and the next `acquire` takes the most recently used one. A connection that sat there for
+//! [`PING_IF_IDLE_FOR`] or longer, or on which a statement failed (a broken socket fails like any
+//! statement), is pinged first, and closed and replaced if that fails, so a connection gone stale
+//! unseen (the server restarted, a firewall dropped it) is still caught before use; one in steady
+//! use has just answered a statement. sqlx's pool remains the
+//! connection factory (connect options, `after_connect`); each new connection is detached from
+//! it at once, and the number of connections is bounded here by one semaphore permit each.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sqlx::pool::PoolConnection;
+use sqlx::{Connection, PgConnection, PgPool, Postgres};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::StoreError;
+use crate::exec::PoolStats;
+
+/// A connection idle at least this long is pinged before it is handed out again.
+pub(super) const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
+
+/// The pooled connections of one database.
+pub(super) struct Slots {
+    /// Opens connections (and runs `after_connect`); they are detached from it at once.
+    factory: PgPool,
+    /// One permit per connection that may be in use; `size` in all.
+    permits: Arc<Semaphore>,
+    /// Clean connections given back; the last one is the most recently used.
+    idle: Mutex<Vec<Idle>>,
+    size: usize,
+    acquire_timeout: Duration,
+}
+
+/// A connection given back: since when, and whether a statement failed on it (see `acquire`).
+struct Idle {
+    conn: PgConnection,
+    since: Instant,
+    failed: bool,
+}
+
+/// A connection in use, with the permit it holds. Dropping it closes the connection.
+pub(super) struct Live {
+    pub(super) conn: PgConnection,
+    permit: OwnedSemaphorePermit,
+}
+
+impl Slots {
+    pub(super) fn new(factory: PgPool, size: usize, acquire_timeout: Duration) -> Arc<Slots> {
+        Arc::new(Slots {
+            factory,
+            permits: Arc::new(Semaphore::new(size)),
+            idle: Mutex::new(Vec::with_capacity(size)),
+            size,
+            acquire_timeout,
+        })
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
+        // A poisoned lock only means a panic elsewhere during a push or pop.
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A connection: a permit (waiting at most `acquire_timeout`), then the most recently given
+    /// back connection, pinged if it was idle long or a statement failed on it (a broken socket
+    /// fails like any statement error), or a new one.
+    pub(super) async fn acquire(&self) -> Result<Live, StoreError> {
+        let permit = match tokio::time::timeout(self.acquire_timeout, self.permits.clone().acquire_owned()).await {
+            Ok(Ok(p)) => p,
+            Ok(Err(_)) => return Err(StoreError::Closed),
+            Err(_) => return Err(StoreError::PoolTimeout),
+        };
+        loop {
+            let warm = self.idle().pop();
+            let Some(Idle { mut conn, since, failed }) = warm else { break };
+            // A failed ping drops (closes) the connection; try the next one.
+            if (!failed && since.elapsed() < PING_IF_IDLE_FOR) || conn.ping().await.is_ok() {
+                return Ok(Live { conn, permit });
+            }
+        }
+        let conn = self.factory.acquire().await?;
+        Ok(Live { conn: PoolConnection::<Postgres>::detach(conn), permit })
+    }
+
+    /// A clean connection back onto the stack; its permit is released after it is there.
+    pub(super) fn give_back(&self, live: Live, failed: bool) {
+        let Live { conn, permit } = live;
+        self.idle().push(Idle { conn, since: Instant::now(), failed });
+        drop(permit);
+    }
+
+    pub(super) fn stats(&self) -> PoolStats {
+        let in_use = self.size - self.permits.available_permits().min(self.size);
+        let idle = self.idle().len();
+        PoolStats { size: in_use + idle, idle, in_use }
+    }
+
+    /// Waits until every connection in use has been given back or dropped, then closes them all.
+    pub(super) async fn close(&self) {
+        if let Ok(all) = self.permits.acquire_many(u32::try_from(self.size).unwrap_or(u32::MAX)).await {
+            self.permits.close();
+            drop(all);
+        }
+        let idle = std::mem::take(&mut *self.idle());
+        for Idle { conn, .. } in idle {
+            let _ = conn.close().await;
+        }
+        self.factory.close().await;
+    }
+}
