@@ -41,6 +41,24 @@ async fn sites() -> (Cluster, Cluster, TestServer) {
     (primary, standby, a)
 }
 
+/// Runs `ardacat-server` with `args` (ephemeral ports, no config file or forwarding login from
+/// the environment), which must refuse to start; returns what it said on standard error.
+fn refused_start(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ardacat-server"))
+        .args(args)
+        .args(["--tcp-port", "0", "--http-port", "0"])
+        .env("ARDACAT_ROOT_PASSWORD", ROOT_PASSWORD)
+        .env_remove("ARDACAT_CONFIG")
+        .env_remove("ARDACAT_PRIMARY_LOGIN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run ardacat-server");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "must not start: {err}");
+    err
+}
+
 /// Polls `line` on a fresh connection to `srv` until its reply satisfies `done` (bounded).
 async fn eventually(srv: &TestServer, line: &str, bound: Duration, done: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + bound;
@@ -164,16 +182,7 @@ async fn standby_behind_the_schema_is_refused_at_start() {
     // A database nobody migrated: its standby copy has no schema, and a standby cannot migrate.
     primary.sql("CREATE DATABASE unmigrated").await;
     let standby = Cluster::standby_of(&primary);
-    let out = Command::new(env!("CARGO_BIN_EXE_ardacat-server"))
-        .args(["--database", &standby.url("unmigrated"), "--tcp-port", "0", "--http-port", "0"])
-        .env("ARDACAT_ROOT_PASSWORD", ROOT_PASSWORD)
-        .env_remove("ARDACAT_CONFIG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run ardacat-server");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "must not start: {err}");
+    let err = refused_start(&["--database", &standby.url("unmigrated")]);
     assert!(err.contains("read-only standby at schema version none"), "{err}");
     // The primary's copy is untouched (no migration ran anywhere).
     let tables = primary.value("SELECT count(*)::text FROM pg_database WHERE datname = 'unmigrated'").await;
@@ -530,17 +539,7 @@ async fn unreachable_primary_is_code_20() {
 fn primary_without_login_is_refused_at_start() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = format!("sqlite:{}", dir.path().join("c.db").display());
-    let out = Command::new(env!("CARGO_BIN_EXE_ardacat-server"))
-        .args(["--database", &db, "--tcp-port", "0", "--http-port", "0", "--primary", "127.0.0.1:8822"])
-        .env("ARDACAT_ROOT_PASSWORD", ROOT_PASSWORD)
-        .env_remove("ARDACAT_CONFIG")
-        .env_remove("ARDACAT_PRIMARY_LOGIN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run ardacat-server");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "must not start: {err}");
+    let err = refused_start(&["--database", &db, "--primary", "127.0.0.1:8822"]);
     assert!(err.contains("--primary needs --primary-login"), "{err}");
 }
 
