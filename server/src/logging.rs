@@ -7,25 +7,167 @@
 //! Audit lines (target `audit`: logins, writes, denials) are separate events written where the
 //! decision is taken (`crate::auth`, the TCP command loop); this module never writes or filters
 //! them. It decides the shape of log lines, not what is logged.
+//!
+//! Lines reach stderr through a shared buffer ([`LineQueue`]): a request thread formats its
+//! line into its own buffer and appends it under a lock (no system call); a writer thread
+//! writes what has gathered [`GATHER`] after the first line of a batch arrived, so under load
+//! many lines share one `write` instead of each request paying for its own. A line is out at
+//! most a few milliseconds after it was logged; the guard held by `main` writes out the rest
+//! when the process ends, and a flood larger than [`MAX_BUFFERED`] is written by the thread that
+//! finds the buffer full (so the buffer stays bounded and no line is dropped).
 
-use std::sync::Arc;
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
 
 use crate::config::LogFormat;
 
-/// Install the global subscriber, writing to stderr. JSON lines are flat objects: the event's
-/// fields at the top level plus `timestamp`, `level`, `target`, and `span`/`spans` (the
-/// request span's fields).
-pub fn init(format: LogFormat) {
+/// How long the writer lets lines gather after the first one of a batch.
+const GATHER: Duration = Duration::from_millis(2);
+/// Bytes buffered at most before the logging thread writes them itself.
+const MAX_BUFFERED: usize = 1 << 20;
+
+/// Install the global subscriber, writing to stderr through the shared buffer. JSON lines are
+/// flat objects: the event's fields at the top level plus `timestamp`, `level`, `target`, and
+/// `span`/`spans` (the request span's fields). Keep the guard until the process ends:
+/// dropping it writes out every line still buffered.
+#[must_use = "dropping the guard flushes the log; hold it until the process ends"]
+pub fn init(format: LogFormat) -> LogGuard {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let (queue, guard) = LineQueue::start(std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(queue);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(true).try_init(),
     };
+    guard
+}
+
+struct Shared {
+    /// Lines not yet written.
+    pending: Mutex<Vec<u8>>,
+    /// Signalled when a line arrives in an empty buffer.
+    arrived: Condvar,
+    /// Held while a batch is taken and written, so batches go out in the order they were taken.
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl Shared {
+    /// Take what is pending and write it (under `out`, so order is kept).
+    fn write_pending(&self) {
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        if !batch.is_empty() {
+            let _ = out.write_all(&batch);
+            let _ = out.flush();
+        }
+    }
+}
+
+/// The subscriber's writer: each event is formatted into a [`QueuedLine`] that joins the
+/// shared buffer when the subscriber drops it.
+#[derive(Clone)]
+pub struct LineQueue {
+    shared: Arc<Shared>,
+}
+
+impl LineQueue {
+    /// Start the writer thread over `out`.
+    pub fn start<W: Write + Send + 'static>(out: W) -> (LineQueue, LogGuard) {
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Vec::new()),
+            arrived: Condvar::new(),
+            out: Mutex::new(Box::new(out)),
+        });
+        let writer = shared.clone();
+        let spawned = std::thread::Builder::new().name("ardacat-log".into()).spawn(move || write_batches(&writer));
+        if let Err(e) = spawned {
+            // Lines then wait for the buffer to fill or the guard; say why on stderr directly.
+            eprintln!("ardacat-server: cannot start the log writer thread: {e}");
+        }
+        (LineQueue { shared: shared.clone() }, LogGuard { shared })
+    }
+
+    fn append(&self, line: &[u8]) {
+        let mut pending = self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let first = pending.is_empty();
+        pending.extend_from_slice(line);
+        let full = pending.len() >= MAX_BUFFERED;
+        drop(pending);
+        if full {
+            self.shared.write_pending();
+        } else if first {
+            self.shared.arrived.notify_one();
+        }
+    }
+}
+
+/// One event's text; joins the buffer when dropped.
+pub struct QueuedLine<'a> {
+    buf: Vec<u8>,
+    queue: &'a LineQueue,
+}
+
+impl Write for QueuedLine<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for QueuedLine<'_> {
+    fn drop(&mut self) {
+        if !self.buf.is_empty() {
+            self.queue.append(&self.buf);
+        }
+    }
+}
+
+impl<'a> MakeWriter<'a> for LineQueue {
+    type Writer = QueuedLine<'a>;
+
+    fn make_writer(&'a self) -> QueuedLine<'a> {
+        QueuedLine { buf: Vec::with_capacity(256), queue: self }
+    }
+}
+
+/// Writes out the buffered lines when dropped.
+pub struct LogGuard {
+    shared: Arc<Shared>,
+}
+
+impl LogGuard {
+    /// Write out every line logged before this call.
+    pub fn flush(&self) {
+        self.shared.write_pending();
+    }
+}
+
+impl Drop for LogGuard {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// The writer thread: waits for a line, lets more gather for [`GATHER`], writes them in one go.
+fn write_batches(shared: &Shared) {
+    loop {
+        let mut pending = shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        while pending.is_empty() {
+            pending = shared.arrived.wait(pending).unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(pending);
+        std::thread::sleep(GATHER);
+        shared.write_pending();
+    }
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -91,5 +233,72 @@ impl RequestLine {
             duration_ms = self.duration.as_secs_f64() * 1e3,
             "request"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A `Write` into shared memory, to read what the writer thread wrote.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(data);
+            Ok(data.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn buffered_lines_are_written_whole_in_order_and_by_the_guard() {
+        let out = Shared::default();
+        let (queue, guard) = LineQueue::start(out.clone());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let queue = queue.clone();
+                std::thread::spawn(move || {
+                    for i in 0..1000 {
+                        let mut line = queue.make_writer();
+                        // An event may arrive in several writes; it stays one line.
+                        // 4,000 lines of ~300 bytes: more than MAX_BUFFERED, so request
+                        // threads also write batches themselves.
+                        write!(line, "t{t} {} ", "x".repeat(290)).unwrap();
+                        writeln!(line, "{i}").unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        guard.flush();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 4000);
+        for t in 0..4 {
+            let mine: Vec<usize> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix(&format!("t{t} ")))
+                .map(|n| n.rsplit(' ').next().unwrap().parse().unwrap())
+                .collect();
+            assert_eq!(mine, (0..1000).collect::<Vec<_>>(), "thread {t}'s lines in its order");
+        }
+        // Without a flush the writer thread writes a line on its own, soon.
+        writeln!(queue.make_writer(), "unflushed").unwrap();
+        let t0 = std::time::Instant::now();
+        while !String::from_utf8_lossy(&out.0.lock().unwrap()).ends_with("unflushed\n") {
+            assert!(t0.elapsed() < Duration::from_secs(10), "the writer thread never wrote the line");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Lines queued after a flush are written by the guard's drop.
+        writeln!(queue.make_writer(), "last").unwrap();
+        drop(guard);
+        assert!(String::from_utf8(out.0.lock().unwrap().clone()).unwrap().ends_with("last\n"));
     }
 }

@@ -49,7 +49,8 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let config = Config::load(flags)?;
-    ardacat_server::logging::init(config.log_format);
+    // Held to the end of `main`: dropping it writes out the lines still queued.
+    let _log = ardacat_server::logging::init(config.log_format);
     // Unusable certificate settings stop the start before anything listens.
     let tls = tls::load(&config)?;
     let root_pw = std::env::var("ARDACAT_ROOT_PASSWORD").ok().filter(|p| !p.is_empty());
