@@ -432,11 +432,16 @@ fn parse_exponent(text: &[u8]) -> Option<i32> {
 
 /// Canonical timestamp text: `YYYY-MM-DD HH:MM:SS`, with `.ffffff` only when sub-second.
 pub fn format_timestamp(t: &NaiveDateTime) -> String {
-    if t.nanosecond() / 1000 == 0 {
-        t.format("%Y-%m-%d %H:%M:%S").to_string()
-    } else {
-        t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()
-    }
+    let mut out = String::with_capacity(26);
+    push_timestamp(&mut out, t);
+    out
+}
+
+/// Appends [`format_timestamp`]'s text.
+pub fn push_timestamp(out: &mut String, t: &NaiveDateTime) {
+    use std::fmt::Write as _;
+    let layout = if t.nanosecond() / 1000 == 0 { "%Y-%m-%d %H:%M:%S" } else { "%Y-%m-%d %H:%M:%S%.6f" };
+    let _ = write!(out, "{}", t.format(layout));
 }
 
 /// Fixed-width sortable form used where a backend stores timestamps as text (SQLite).

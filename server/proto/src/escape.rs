@@ -60,6 +60,27 @@ pub(crate) fn is_framing_byte(b: u8) -> bool {
     matches!(b, b'\n' | b'\r' | EOT | CAN | 0)
 }
 
+/// True when `s` has no control byte (every framing byte is one) and, with `escape`, no
+/// backslash: the common value, which then travels as it is. Eight bytes per step.
+pub(crate) fn is_plain(s: &str, escape: bool) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let bytes = s.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        // A byte below 0x20 exists iff this is non-zero (exact for a bound up to 0x80).
+        let control = x.wrapping_sub(0x20 * ONES) & !x & HIGH;
+        // A backslash byte exists iff x XOR backslashes has a zero byte.
+        let y = x ^ (u64::from(b'\\') * ONES);
+        let backslash = y.wrapping_sub(ONES) & !y & HIGH;
+        if control != 0 || (escape && backslash != 0) {
+            return false;
+        }
+    }
+    chunks.remainder().iter().all(|&b| b >= 0x20 && !(escape && b == b'\\'))
+}
+
 /// Offset of the first byte that cannot travel raw inside a line.
 pub(crate) fn first_framing_byte(s: &str) -> Option<usize> {
     s.bytes().position(is_framing_byte)

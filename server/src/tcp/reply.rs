@@ -2,8 +2,9 @@
 //! negotiated `escape`), then the end marker; or an inline CAN when a stream fails midway.
 //! It is the `RowSink` the catalogue streams into, so rows go to the socket as they are read.
 
+use ardacat_core::service::{WireRow, WireScratch, WireText};
 use ardacat_core::{Error, RowSink};
-use ardacat_proto::{ProtoError, ReplyPiece, ServerCodec, encode_value};
+use ardacat_proto::{Field, ProtoError, ReplyPiece, ServerCodec, encode_value};
 use futures::SinkExt;
 use tokio::io::AsyncWrite;
 use tokio_util::codec::FramedWrite;
@@ -18,6 +19,8 @@ pub struct Reply<'a, W> {
     pub broken: bool,
     /// Data lines sent (the request log's `rows`).
     rows: u64,
+    /// Where a row's numbers are formatted on their way into the write buffer.
+    scratch: WireScratch,
 }
 
 fn unsendable() -> Error {
@@ -32,7 +35,7 @@ fn io_err(e: impl std::fmt::Display) -> Error {
 
 impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
     pub fn new(out: &'a mut Writer<W>, escape: bool) -> Self {
-        Reply { out, escape, status_sent: false, broken: false, rows: 0 }
+        Reply { out, escape, status_sent: false, broken: false, rows: 0, scratch: WireScratch::default() }
     }
 
     async fn feed(&mut self, piece: ReplyPiece<'_>) -> Result<(), Error> {
@@ -86,10 +89,9 @@ impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
     }
 }
 
-impl<W: AsyncWrite + Unpin + Send> RowSink for Reply<'_, W> {
-    async fn row(&mut self, row: Vec<Option<String>>) -> Result<(), Error> {
-        self.ok().await?;
-        match self.out.feed(ReplyPiece::Values { values: &row, escape: self.escape }).await {
+impl<W: AsyncWrite + Unpin + Send> Reply<'_, W> {
+    fn fed(&mut self, r: Result<(), ProtoError>) -> Result<(), Error> {
+        match r {
             Ok(()) => {
                 self.rows += 1;
                 Ok(())
@@ -101,5 +103,30 @@ impl<W: AsyncWrite + Unpin + Send> RowSink for Reply<'_, W> {
                 Err(io_err(e))
             }
         }
+    }
+}
+
+impl<W: AsyncWrite + Unpin + Send> RowSink for Reply<'_, W> {
+    async fn row(&mut self, row: Vec<Option<String>>) -> Result<(), Error> {
+        self.ok().await?;
+        let r = self.out.feed(ReplyPiece::Values { values: &row, escape: self.escape }).await;
+        self.fed(r)
+    }
+
+    /// Query rows go into the write buffer from the row's own text and one reused scratch
+    /// buffer: no `String` per value.
+    async fn wire_row(&mut self, row: WireRow<'_>) -> Result<(), Error> {
+        self.ok().await?;
+        let fields: Vec<Field<'_>> = row
+            .texts(&mut self.scratch)
+            .map(|t| match t {
+                WireText::Null => Field::Null,
+                WireText::Text(s) => Field::Text(s),
+                WireText::Formatted(s) => Field::Plain(s),
+            })
+            .collect();
+        let r = self.out.feed(ReplyPiece::Fields { fields: &fields, escape: self.escape }).await;
+        drop(fields);
+        self.fed(r)
     }
 }

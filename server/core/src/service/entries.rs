@@ -10,10 +10,11 @@
 use tokio::sync::mpsc;
 
 use super::namespace::{any_entry, entry_visible, find_attr, named_entry_error};
+use super::wire::WireRows;
 use super::{Catalogue, RowSink, Session};
 use crate::error::{Error, Result};
 use crate::path;
-use crate::perm::{Mode, Principal, READ, WRITE};
+use crate::perm::{Principal, READ, WRITE};
 use crate::query::ast::{AttrRef, Condition, Expr, OrderItem};
 use crate::query::{self, Column, Scope, TableSchema, Term, expr_type};
 use crate::store::{
@@ -160,7 +161,7 @@ impl<S: Store> Catalogue<S> {
         let consumer = async move {
             let mut n = 0u64;
             while let Some(row) = rx.recv().await {
-                sink.row(wire.row(row?)).await?;
+                sink.wire_row(wire.row(row?)).await?;
                 n += 1;
             }
             Ok::<u64, Error>(n)
@@ -182,7 +183,7 @@ impl<S: Store> Catalogue<S> {
         let wire = WireRows::of(plan);
         let mut n = 0;
         for row in conn.select_few(plan).await? {
-            sink.row(wire.row(row)).await?;
+            sink.wire_row(wire.row(row)).await?;
             n += 1;
         }
         Ok(n)
@@ -638,7 +639,7 @@ pub(super) async fn collect_page<C: StoreConn>(
                 break;
             }
             last_key = Some(row[ncols..].to_vec());
-            rows.push(wire.row(row));
+            rows.push(wire.row(row).into_texts());
         }
         Ok::<_, Error>((rows, last_key, more))
     };
@@ -647,28 +648,4 @@ pub(super) async fn collect_page<C: StoreConn>(
     produced?;
     debug_assert!(last_key.as_ref().is_none_or(|k: &Vec<Value>| k.len() == key_types.len()));
     Ok((rows, if more { last_key } else { None }))
-}
-
-/// Turns the rows a store returns for a plan into wire rows: the plan's columns only (the
-/// keys the store appends after them are dropped), `PERMISSIONS` as `rwxr-x---`.
-struct WireRows {
-    perms: Vec<bool>,
-}
-
-impl WireRows {
-    fn of(plan: &SelectPlan) -> Self {
-        let perms =
-            plan.columns.iter().map(|c| matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))).collect();
-        WireRows { perms }
-    }
-
-    fn row(&self, row: Vec<Value>) -> Vec<Option<String>> {
-        row.into_iter()
-            .zip(&self.perms)
-            .map(|(v, &is_perms)| match (v, is_perms) {
-                (Value::Int(bits), true) => Some(Mode((bits as u16) & 0o777).to_string()),
-                (v, _) => v.into_wire(),
-            })
-            .collect()
-    }
 }

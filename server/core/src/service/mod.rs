@@ -20,6 +20,7 @@ mod replicas;
 mod service_account;
 pub mod sessions;
 mod standby;
+mod wire;
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
@@ -37,6 +38,7 @@ pub use indexes::{IndexInfo, MAX_INDEX_COLUMNS};
 pub use replicas::{MAX_GUID, MAX_SITE_NAME, MAX_SITE_SERVER};
 pub use service_account::SERVICE_ACCOUNT_COMMANDS;
 pub use standby::{parse_lsn, replica_poll_pauses};
+pub use wire::{WireRow, WireScratch, WireText};
 
 /// Defaults and limits of the service.
 #[derive(Debug, Clone)]
@@ -130,6 +132,13 @@ impl<S: Store> Session<S> {
 /// Receives result rows as wire text (`None` = NULL). Returning an error stops the query.
 pub trait RowSink: Send {
     fn row(&mut self, row: Vec<Option<String>>) -> impl Future<Output = Result<()>> + Send;
+
+    /// A row of a query plan as the store returned it. The default turns it into owned text
+    /// for [`row`](Self::row); a sink that copies the text out anyway (the TCP reply) takes it
+    /// here and borrows it ([`WireRow::texts`]) instead of allocating a `String` per value.
+    fn wire_row(&mut self, row: WireRow<'_>) -> impl Future<Output = Result<()>> + Send {
+        self.row(row.into_texts())
+    }
 
     /// `getattr` found the collection whose entries the rows are (its path), before any row:
     /// a sink that writes full entry paths learns it here instead of asking the catalogue first.

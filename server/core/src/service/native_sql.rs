@@ -13,7 +13,7 @@
 
 use super::entries::{check_entry_name, insert_checked};
 use super::namespace::find_attr;
-use super::{Catalogue, RowSink, Session};
+use super::{Catalogue, RowSink, Session, WireRow};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::perm::{Principal, READ, WRITE};
@@ -215,6 +215,11 @@ impl<K: RowSink> RowSink for Headed<'_, K> {
     async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
         self.flush().await?;
         self.sink.row(row).await
+    }
+
+    async fn wire_row(&mut self, row: WireRow<'_>) -> Result<()> {
+        self.flush().await?;
+        self.sink.wire_row(row).await
     }
 }
 

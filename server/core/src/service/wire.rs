@@ -1,0 +1,147 @@
+//! A result row on its way out: the store's values for a plan's columns turned into wire text
+//! (the keys the store appends after the columns dropped, `PERMISSIONS` as `rwxr-x---`). Owns
+//! the text of values, not how a frontend frames or escapes it.
+
+use std::fmt::Write as _;
+
+use crate::perm::Mode;
+use crate::query::{Column, Term};
+use crate::query::ast::Expr;
+use crate::store::SelectPlan;
+use crate::types::{Value, push_float, push_timestamp};
+
+/// What a plan's rows need to become wire text: which columns hold permission bits.
+pub(crate) struct WireRows {
+    perms: Vec<bool>,
+}
+
+impl WireRows {
+    pub(crate) fn of(plan: &SelectPlan) -> Self {
+        let perms =
+            plan.columns.iter().map(|c| matches!(c, Expr::Ref(Term::Column { column: Column::Perms, .. }))).collect();
+        WireRows { perms }
+    }
+
+    pub(crate) fn row(&self, values: Vec<Value>) -> WireRow<'_> {
+        WireRow { values, perms: &self.perms }
+    }
+}
+
+/// One row of a plan as the store returned it (the plan's columns, then its keys).
+pub struct WireRow<'a> {
+    values: Vec<Value>,
+    perms: &'a [bool],
+}
+
+/// One value's wire text, borrowed from the row or from a [`WireScratch`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WireText<'a> {
+    Null,
+    /// Stored text: may hold any character.
+    Text(&'a str),
+    /// Text this module formatted (a number, boolean, timestamp or mode): ASCII digits,
+    /// letters and punctuation only, never a control byte or a backslash.
+    Formatted(&'a str),
+}
+
+impl<'a> WireText<'a> {
+    pub fn as_str(self) -> Option<&'a str> {
+        match self {
+            WireText::Null => None,
+            WireText::Text(s) | WireText::Formatted(s) => Some(s),
+        }
+    }
+}
+
+/// Reusable buffers for [`WireRow::texts`]: a sink writing many rows keeps one, so formatting a
+/// row allocates nothing once the buffers have grown.
+#[derive(Debug, Default)]
+pub struct WireScratch {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl WireRow<'_> {
+    /// Owned wire text per column (`None`: NULL); stored text is moved, not copied.
+    pub fn into_texts(self) -> Vec<Option<String>> {
+        self.values
+            .into_iter()
+            .zip(self.perms)
+            .map(|(v, &is_perms)| match (v, is_perms) {
+                (Value::Int(bits), true) => Some(Mode((bits as u16) & 0o777).to_string()),
+                (v, _) => v.into_wire(),
+            })
+            .collect()
+    }
+
+    /// Wire text per column, borrowing stored text from the row and formatting everything
+    /// else into `scratch` (the same text as [`into_texts`](Self::into_texts)).
+    pub fn texts<'s>(&'s self, scratch: &'s mut WireScratch) -> impl Iterator<Item = WireText<'s>> + 's {
+        scratch.text.clear();
+        scratch.ends.clear();
+        for (v, &is_perms) in self.values.iter().zip(self.perms) {
+            let text = &mut scratch.text;
+            match (v, is_perms) {
+                (Value::Null | Value::Text(_), _) => continue,
+                (Value::Int(bits), true) => {
+                    let _ = write!(text, "{}", Mode((*bits as u16) & 0o777));
+                }
+                (Value::Int(i), false) => text.push_str(itoa::Buffer::new().format(*i)),
+                (Value::Float(f), _) => push_float(text, *f),
+                (Value::Bool(b), _) => text.push_str(if *b { "true" } else { "false" }),
+                (Value::Timestamp(t), _) => push_timestamp(text, t),
+            }
+            scratch.ends.push(scratch.text.len());
+        }
+        let (text, mut ends) = (&scratch.text, scratch.ends.iter());
+        let mut start = 0;
+        self.values.iter().zip(self.perms).map(move |(v, _)| match v {
+            Value::Null => WireText::Null,
+            Value::Text(s) => WireText::Text(s),
+            _ => {
+                let end = *ends.next().expect("one end per formatted value");
+                let s = &text[start..end];
+                start = end;
+                WireText::Formatted(s)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::NaiveDate;
+
+    #[test]
+    fn borrowed_texts_are_the_owned_texts() {
+        let perms = [false, false, true, false, false, false, false, false];
+        let t = NaiveDate::from_ymd_opt(2026, 12, 2).unwrap().and_hms_micro_opt(13, 5, 9, 250).unwrap();
+        let values = vec![
+            Value::Text("e1".into()),
+            Value::Null,
+            Value::Int(0o754),
+            Value::Int(-42),
+            Value::Float(1e-5),
+            Value::Bool(true),
+            Value::Timestamp(t),
+            Value::Text("a\nb".into()),
+            // A key after the columns: dropped.
+            Value::Int(7),
+        ];
+        let mut scratch = WireScratch::default();
+        for _ in 0..2 {
+            let row = WireRow { values: values.clone(), perms: &perms };
+            let borrowed: Vec<Option<String>> =
+                row.texts(&mut scratch).map(|t| t.as_str().map(str::to_owned)).collect();
+            assert_eq!(borrowed, row.into_texts());
+        }
+        let row = WireRow { values, perms: &perms };
+        let kinds: Vec<WireText<'_>> = row.texts(&mut scratch).collect();
+        assert_eq!(kinds[0], WireText::Text("e1"));
+        assert_eq!(kinds[1], WireText::Null);
+        assert_eq!(kinds[2], WireText::Formatted("rwxr-xr--"));
+        assert_eq!(kinds[6], WireText::Formatted("2026-12-02 13:05:09.000250"));
+        assert_eq!(kinds.len(), 8);
+    }
+}
