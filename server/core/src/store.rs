@@ -275,8 +275,10 @@ pub struct UserRecord {
     pub may_sudo: bool,
 }
 
-/// Rows streamed by `select`: the plan's columns followed by its order keys.
-pub type RowSender = mpsc::Sender<Result<Vec<Value>>>;
+/// Rows streamed by `select`, several per message (never an empty batch): each the plan's
+/// columns followed by its order keys. A batch per message keeps the hand-over from the
+/// database's thread or cursor to the frontend at one wake-up per batch instead of per row.
+pub type RowSender = mpsc::Sender<Result<Vec<Vec<Value>>>>;
 
 /// A storage backend: a pool of connections.
 pub trait Store: Clone + Send + Sync + 'static {

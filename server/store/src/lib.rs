@@ -12,7 +12,7 @@ pub use error::StoreError;
 pub use exec::health::{Health, expected_schema_version};
 pub use exec::migrate::Migration;
 pub use exec::standby::StandbyStatus;
-pub use exec::{AcquireStats, Backend, Conn, Db, DbOptions, PoolStats};
+pub use exec::{AcquireStats, Backend, Conn, Db, DbOptions, PoolStats, ROW_BATCH, RowBatch};
 
 pub mod catalog;
 pub mod sql;

@@ -6,7 +6,7 @@
 
 use ardacat_core::types::{Value, ValueType, parse_timestamp};
 use ardacat_store::exec::migrate;
-use ardacat_store::{Backend, Db, DbOptions, StoreError};
+use ardacat_store::{Backend, Db, DbOptions, ROW_BATCH, StoreError};
 use futures::FutureExt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-type RowResult = Result<Vec<Value>, StoreError>;
+/// One message of a stream: a batch of rows, or the error that ended it.
+type RowResult = Result<Vec<Vec<Value>>, StoreError>;
 
 const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -689,23 +690,29 @@ async fn stream_slow_consumer(db: Db) {
     // Nobody reads yet: the producer must be blocked on the full channel, not racing ahead.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!producer.is_finished(), "the stream did not wait for its consumer");
-    let (mut n, mut sum) = (0i64, 0i64);
-    while let Some(row) = rx.recv().await {
-        let row = row.unwrap();
-        n += 1;
-        match row.as_slice() {
-            [Value::Int(x), Value::Text(t)] => {
-                assert_eq!(*x, n);
-                assert_eq!(t, &format!("row{x}"));
-                sum += x;
+    let (mut n, mut sum, mut batches) = (0i64, 0i64, 0i64);
+    while let Some(batch) = rx.recv().await {
+        let batch = batch.unwrap();
+        assert!((1..=ROW_BATCH).contains(&batch.len()), "a batch of {} rows", batch.len());
+        batches += 1;
+        for row in batch {
+            n += 1;
+            match row.as_slice() {
+                [Value::Int(x), Value::Text(t)] => {
+                    assert_eq!(*x, n);
+                    assert_eq!(t, &format!("row{x}"));
+                    sum += x;
+                }
+                other => panic!("{other:?}"),
             }
-            other => panic!("{other:?}"),
-        }
-        if n % 20_000 == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await; // a slow consumer
+            if n % 20_000 == 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await; // a slow consumer
+            }
         }
     }
     assert_eq!(n, N);
+    // Rows travel batched: a consumer slower than the database finds full batches waiting.
+    assert!(batches < N / 8, "{batches} batches for {N} rows");
     assert_eq!(sum, N * (N + 1) / 2);
     assert_eq!(producer.await.unwrap().unwrap(), N as u64);
 }
@@ -732,15 +739,21 @@ async fn stream_early_drop(db: Db, in_tx: bool) {
     // A result far too large to finish: the test only passes if the stream really stops.
     let (tx, mut rx) = mpsc::channel::<RowResult>(16);
     let consumer = tokio::spawn(async move {
-        for i in 1..=100 {
-            assert_eq!(rx.recv().await.unwrap().unwrap()[0], Value::Int(i));
+        let mut i = 0;
+        while i < 100 {
+            for row in rx.recv().await.unwrap().unwrap() {
+                i += 1;
+                assert_eq!(row[0], Value::Int(i));
+            }
         }
         // rx dropped here
     });
     let t0 = Instant::now();
     let sent = c.stream(series_sql(&db), &[Value::Int(2_000_000_000)], &SERIES_TYPES, tx).await.unwrap();
     assert!(t0.elapsed() < Duration::from_secs(10), "stream took {:?}", t0.elapsed());
-    assert!((100..=100 + 16 + 1).contains(&sent), "sent {sent}");
+    // At most the channel's 16 batches and the two around the consumer's last read.
+    let most = (100 + (16 + 2) * ROW_BATCH) as u64;
+    assert!((100..=most).contains(&sent), "sent {sent}");
     consumer.await.unwrap();
 
     // The same Conn still works (PostgreSQL in a transaction: it drains the rest first).
@@ -880,6 +893,34 @@ async fn stream_decode_error(db: Db) {
     let items = consumer.await.unwrap();
     assert_eq!(items, vec![Err(e)]);
     assert_eq!(c.query("SELECT 4", &[], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(4)]]);
+}
+
+/// Rows read before an error mid-stream reach the consumer, in order, before the error (they
+/// travel batched, but are not lost with the batch the error cut short).
+#[tokio::test]
+async fn stream_rows_before_an_error_come_first_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| async move {
+        let mut c = db.acquire().await.unwrap();
+        let (tx, mut rx) = mpsc::channel::<RowResult>(16);
+        let consumer = tokio::spawn(async move {
+            let mut items = Vec::new();
+            while let Some(r) = rx.recv().await {
+                items.push(r);
+            }
+            items
+        });
+        // Row 100 holds text where an integer is expected: a decode error after 99 rows.
+        let bad = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) \
+                   SELECT CASE WHEN x < 100 THEN x ELSE 'x' || x END FROM c";
+        let e = c.stream(bad, &[], &[ValueType::Int], tx).await.unwrap_err();
+        assert!(matches!(e, StoreError::Decode { column: 0, .. }), "{e:?}");
+        let items = consumer.await.unwrap();
+        let (last, batches) = items.split_last().unwrap();
+        assert_eq!(last, &Err(e));
+        let rows: Vec<Vec<Value>> = batches.iter().flat_map(|b| b.clone().unwrap()).collect();
+        assert_eq!(rows, (1..100).map(|x| vec![Value::Int(x)]).collect::<Vec<_>>());
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -1199,7 +1240,7 @@ async fn transaction_visibility(db: Db) {
     assert_eq!(a.query_point(&by_id, &[Value::Int(1)], &int).await.unwrap(), one(1));
     let (tx, mut rx) = mpsc::channel::<RowResult>(4);
     assert_eq!(a.stream(&by_id, &[Value::Int(1)], &int, tx).await.unwrap(), 1);
-    assert_eq!(rx.recv().await.unwrap().unwrap(), vec![Value::Int(1)]);
+    assert_eq!(rx.recv().await.unwrap().unwrap(), vec![vec![Value::Int(1)]]);
     assert!(b.query_point(&by_id, &[Value::Int(1)], &int).await.unwrap().is_empty(), "uncommitted row seen");
     assert!(b.query(&by_id, &[Value::Int(1)], &int).await.unwrap().is_empty(), "uncommitted row seen");
     a.commit().await.unwrap();

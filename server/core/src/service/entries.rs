@@ -25,8 +25,9 @@ use crate::types::{Value, ValueType};
 mod queries;
 pub use queries::{QueryPage, SelectSpec};
 
-/// Bound on rows in flight between the database cursor and the frontend: backpressure.
-const ROW_CHANNEL: usize = 256;
+/// Bound on row batches in flight between the database cursor and the frontend:
+/// backpressure (the store sends up to 64 rows a batch, so ~256 rows).
+pub(crate) const ROW_CHANNEL: usize = 4;
 
 /// An entry name with its values as text (`None`: NULL), as the bulk loader takes them.
 pub type NamedValues = (String, Vec<Option<String>>);
@@ -160,9 +161,11 @@ impl<S: Store> Catalogue<S> {
         let producer = conn.select(plan, tx);
         let consumer = async move {
             let mut n = 0u64;
-            while let Some(row) = rx.recv().await {
-                sink.wire_row(wire.row(row?)).await?;
-                n += 1;
+            while let Some(batch) = rx.recv().await {
+                for row in batch? {
+                    sink.wire_row(wire.row(row)).await?;
+                    n += 1;
+                }
             }
             Ok::<u64, Error>(n)
         };
@@ -632,14 +635,15 @@ pub(super) async fn collect_page<C: StoreConn>(
         let mut rows = Vec::new();
         let mut last_key = None;
         let mut more = false;
-        while let Some(row) = rx.recv().await {
-            let row = row?;
-            if rows.len() == page_size {
-                more = true;
-                break;
+        'batches: while let Some(batch) = rx.recv().await {
+            for row in batch? {
+                if rows.len() == page_size {
+                    more = true;
+                    break 'batches;
+                }
+                last_key = Some(row[ncols..].to_vec());
+                rows.push(wire.row(row).into_texts());
             }
-            last_key = Some(row[ncols..].to_vec());
-            rows.push(wire.row(row).into_texts());
         }
         Ok::<_, Error>((rows, last_key, more))
     };

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::perm::Mode;
-use crate::query::{Column, Term};
 use crate::query::ast::Expr;
+use crate::query::{Column, Term};
 use crate::store::SelectPlan;
 use crate::types::{Value, push_float, push_timestamp};
 

@@ -26,9 +26,49 @@
 //!   a transaction without spoiling it. Dropping a [`Conn`] with an open transaction rolls it
 //!   back.
 //! - **Streaming**: [`Conn::stream`] moves rows from the database cursor into a bounded channel
-//!   as they are read; a slow consumer slows the query, memory stays flat, and dropping the
-//!   receiver stops the query promptly (see the backend modules for what happens to the
-//!   connection).
+//!   as they are read, in batches ([`RowBatch`]: up to [`ROW_BATCH`] rows, fewer when the next
+//!   row is not at hand at once — see [`Batcher`]), so the hand-over between the database and
+//!   the frontend costs one wake-up per batch, not per row; a slow consumer slows the query,
+//!   memory stays flat, and dropping the receiver stops the query promptly (see the backend
+//!   modules for what happens to the connection).
+
+/// Rows streamed in one channel message; never empty.
+pub type RowBatch = Vec<Vec<Value>>;
+
+/// Rows in one [`RowBatch`] at most.
+pub const ROW_BATCH: usize = 64;
+
+/// A batch being filled goes out when it is full or when this long has passed since the last
+/// one went, so rows that trickle in (a filter matching now and then in a long scan) are not
+/// held back for long.
+pub const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The batching rule of a stream, shared by both backends.
+pub(crate) struct Batcher {
+    rows: RowBatch,
+    since: std::time::Instant,
+}
+
+impl Batcher {
+    pub(crate) fn new() -> Batcher {
+        Batcher { rows: Vec::with_capacity(ROW_BATCH), since: std::time::Instant::now() }
+    }
+
+    /// Add a row; `Some(batch)` when the batch should go now.
+    pub(crate) fn push(&mut self, row: Vec<Value>) -> Option<RowBatch> {
+        self.rows.push(row);
+        if self.rows.len() >= ROW_BATCH || self.since.elapsed() >= BATCH_WAIT { self.take() } else { None }
+    }
+
+    /// The rows not yet sent, if any.
+    pub(crate) fn take(&mut self) -> Option<RowBatch> {
+        self.since = std::time::Instant::now();
+        if self.rows.is_empty() {
+            return None;
+        }
+        Some(std::mem::replace(&mut self.rows, Vec::with_capacity(ROW_BATCH)))
+    }
+}
 
 pub mod health;
 pub mod migrate;
@@ -392,8 +432,8 @@ impl Conn {
         self.note(r)
     }
 
-    /// Run a query and send its rows into `tx` as they are read from the database. Returns the
-    /// number of rows sent. If the receiver is dropped the query is stopped promptly and the
+    /// Run a query and send its rows into `tx` as they are read from the database, in batches
+    /// (module docs). Returns the number of rows sent. If the receiver is dropped the query is stopped promptly and the
     /// call returns `Ok(rows sent so far)`. An error is also sent into the channel (when the
     /// receiver still listens) so that the consumer sees the stream did not end cleanly.
     pub async fn stream<E: From<StoreError> + Send + 'static>(
@@ -401,7 +441,7 @@ impl Conn {
         sql: &str,
         params: &[Value],
         types: &[ValueType],
-        tx: mpsc::Sender<Result<Vec<Value>, E>>,
+        tx: mpsc::Sender<Result<RowBatch, E>>,
     ) -> Result<u64, StoreError> {
         if let Err(e) = self.check_tx() {
             let _ = tx.send(Err(E::from(e.clone()))).await;

@@ -32,10 +32,10 @@
 //! rolled back by a spawned task before it returns to the pool (or discarded if no tokio runtime
 //! is running).
 
-use super::{Backend, DbOptions, PoolStats, check_types, type_name};
+use super::{Backend, Batcher, DbOptions, PoolStats, RowBatch, check_types, type_name};
 use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType};
-use futures::TryStreamExt;
+use futures::{FutureExt, TryStreamExt};
 use sqlx::encode::IsNull;
 use sqlx::postgres::types::Oid;
 use sqlx::postgres::{PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo, PgValueRef};
@@ -332,7 +332,7 @@ impl Conn {
         text: &str,
         params: &[Value],
         types: &[ValueType],
-        tx: mpsc::Sender<Result<Vec<Value>, E>>,
+        tx: mpsc::Sender<Result<RowBatch, E>>,
     ) -> Result<u64, StoreError> {
         if tx.is_closed() {
             return Ok(0);
@@ -356,21 +356,39 @@ impl Conn {
         };
         let mut rows = q.fetch(c);
         let mut sent = 0u64;
+        let mut batch = Batcher::new();
         // Ok(true): all rows read; Ok(false): receiver gone. Err(_, true): the server reported
         // the error (nothing unread); Err(_, false): we stopped with rows unread.
         let outcome: Result<bool, (StoreError, bool)> = loop {
-            let next = tokio::select! {
-                biased;
-                _ = tx.closed() => break Ok(false),
-                next = rows.try_next() => next,
+            // A row already received goes into the batch; the batch goes out when full, or
+            // before waiting on the network for the next row.
+            let next = match rows.try_next().now_or_never() {
+                Some(next) => next,
+                None => {
+                    if let Some(ready) = batch.take() {
+                        let n = ready.len() as u64;
+                        if tx.send(Ok(ready)).await.is_err() {
+                            break Ok(false);
+                        }
+                        sent += n;
+                    }
+                    tokio::select! {
+                        biased;
+                        _ = tx.closed() => break Ok(false),
+                        next = rows.try_next() => next,
+                    }
+                }
             };
             match next {
                 Ok(Some(row)) => match decode_row(&row, types) {
                     Ok(values) => {
-                        if tx.send(Ok(values)).await.is_err() {
-                            break Ok(false);
+                        if let Some(full) = batch.push(values) {
+                            let n = full.len() as u64;
+                            if tx.send(Ok(full)).await.is_err() {
+                                break Ok(false);
+                            }
+                            sent += n;
                         }
-                        sent += 1;
                     }
                     Err(e) => break Err((e, false)),
                 },
@@ -378,6 +396,15 @@ impl Conn {
                 Err(e) => break Err((e.into(), true)),
             }
         };
+        // The rows read before the end (or the error) go out before it.
+        if !matches!(outcome, Ok(false))
+            && let Some(rest) = batch.take()
+        {
+            let n = rest.len() as u64;
+            if tx.send(Ok(rest)).await.is_ok() {
+                sent += n;
+            }
+        }
         drop(rows);
         self.failed |= outcome.is_err();
         let finished = matches!(outcome, Ok(true) | Err((_, true)));

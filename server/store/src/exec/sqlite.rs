@@ -60,9 +60,9 @@
 //! it and lives while its connections do. Without WAL a long reader blocks a writer's commit.
 //!
 //! # Streams
-//! `stream` runs the row loop on the connection's thread and hands rows to `blocking_send` on the
-//! bounded channel: a slow consumer blocks the loop, so SQLite reads no further ahead than the
-//! channel's capacity. A progress handler checks whether the receiver is gone while SQLite works
+//! `stream` runs the row loop on the connection's thread and hands batches of rows to
+//! `blocking_send` on the bounded channel: a slow consumer blocks the loop, so SQLite reads no
+//! further ahead than the channel's capacity (in batches) and one batch. A progress handler checks whether the receiver is gone while SQLite works
 //! between rows (a sort, a long scan), so a dropped receiver stops even a query that has not
 //! produced its first row. The connection is clean afterwards (the statement is reset) and stays
 //! usable.
@@ -76,7 +76,7 @@
 //! an explicit transaction rolls the transaction back (SQLite's rule), which the executor
 //! reports as an aborted transaction, as on PostgreSQL.
 
-use super::{Backend, DbOptions, PoolStats, check_types, type_name};
+use super::{Backend, Batcher, DbOptions, PoolStats, RowBatch, check_types, type_name};
 use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType, parse_timestamp, timestamp_sort_key};
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -575,7 +575,7 @@ impl Conn {
         sql: &str,
         params: &[Value],
         types: &[ValueType],
-        tx: mpsc::Sender<Result<Vec<Value>, E>>,
+        tx: mpsc::Sender<Result<RowBatch, E>>,
     ) -> Result<u64, StoreError> {
         let (sql, params, types) = (sql.to_owned(), params.to_vec(), types.to_vec());
         let err_tx = tx.clone();

@@ -23,8 +23,8 @@ use crate::types::{Value, ValueType};
 
 use format::{Tally, header, record};
 
-/// Rows in flight between the entry cursor and the sink.
-const ROW_CHANNEL: usize = 256;
+/// Row batches in flight between the entry cursor and the sink (of up to 64 rows each).
+const ROW_CHANNEL: usize = 4;
 
 /// What a dump wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -227,18 +227,19 @@ impl<S: Store> Catalogue<S> {
         // `move`: the receiver ends with the consumer, so a consumer that fails (the client
         // went away) stops the producer instead of leaving it waiting on a full channel.
         let consumer = async move {
-            while let Some(row) = rx.recv().await {
-                let row = row?;
-                let mut line = String::from("E\t");
-                format::push_field(&mut line, Some(&c.path));
-                for (i, v) in row.into_iter().take(width).enumerate() {
-                    line.push('\t');
-                    match (i, v) {
-                        (3, Value::Int(m)) => line.push_str(&mode_text(m as u16)),
-                        (_, v) => format::push_field(&mut line, v.into_wire().as_deref()),
+            while let Some(batch) = rx.recv().await {
+                for row in batch? {
+                    let mut line = String::from("E\t");
+                    format::push_field(&mut line, Some(&c.path));
+                    for (i, v) in row.into_iter().take(width).enumerate() {
+                        line.push('\t');
+                        match (i, v) {
+                            (3, Value::Int(m)) => line.push_str(&mode_text(m as u16)),
+                            (_, v) => format::push_field(&mut line, v.into_wire().as_deref()),
+                        }
                     }
+                    w.line(line).await?;
                 }
-                w.line(line).await?;
             }
             Ok::<(), Error>(())
         };

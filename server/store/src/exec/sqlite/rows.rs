@@ -70,23 +70,32 @@ pub(super) fn stream_rows<E: From<StoreError> + Send + 'static>(
     sql: &str,
     params: &[Value],
     types: &[ValueType],
-    tx: mpsc::Sender<Result<Vec<Value>, E>>,
+    tx: mpsc::Sender<Result<RowBatch, E>>,
     deadline: &Arc<Deadline>,
 ) -> Result<u64, StoreError> {
-    let r = stream_inner(conn, sql, params, types, &tx, deadline);
+    let mut batch = Batcher::new();
+    let r = stream_inner(conn, sql, params, types, &tx, deadline, &mut batch);
     if let Err(e) = &r {
+        // The rows read before the error go out first: the consumer sees what it would have
+        // seen row by row, then the error.
+        if let Some(rows) = batch.take() {
+            let _ = tx.blocking_send(Ok(rows));
+        }
         let _ = tx.blocking_send(Err(E::from(e.clone())));
     }
     r
 }
 
+/// Rows sent, or the error that ended the stream (with the rows read before it still in
+/// `batch`).
 fn stream_inner<E: From<StoreError> + Send + 'static>(
     conn: &Connection,
     sql: &str,
     params: &[Value],
     types: &[ValueType],
-    tx: &mpsc::Sender<Result<Vec<Value>, E>>,
+    tx: &mpsc::Sender<Result<RowBatch, E>>,
     deadline: &Arc<Deadline>,
+    batch: &mut Batcher,
 ) -> Result<u64, StoreError> {
     if tx.is_closed() {
         return Ok(0);
@@ -100,16 +109,30 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
     let _guard = ProgressGuard(conn, deadline);
     let mut rows = st.raw_query();
     let mut sent = 0u64;
+    let mut send = |rows: RowBatch| {
+        let n = rows.len() as u64;
+        let delivered = tx.blocking_send(Ok(rows)).is_ok();
+        if delivered {
+            sent += n;
+        }
+        delivered
+    };
     loop {
         match rows.next() {
             Ok(Some(row)) => {
                 let values = decode_row(row, types)?;
-                if tx.blocking_send(Ok(values)).is_err() {
+                if let Some(full) = batch.push(values)
+                    && !send(full)
+                {
                     return Ok(sent); // receiver dropped: cancelled
                 }
-                sent += 1;
             }
-            Ok(None) => return Ok(sent),
+            Ok(None) => {
+                if let Some(rest) = batch.take() {
+                    send(rest);
+                }
+                return Ok(sent);
+            }
             Err(_) if tx.is_closed() => return Ok(sent), // interrupted by the progress handler
             Err(e) => return Err(e.into()),
         }
