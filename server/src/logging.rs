@@ -39,7 +39,10 @@ const MAX_BUFFERED: usize = 1 << 20;
 pub fn init(format: LogFormat) -> LogGuard {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     let (queue, guard) = LineQueue::start(std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(queue);
+    // Colours only for a terminal: a journal or log file gets plain text (and formatting the
+    // escape codes was a cost on every request line).
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(queue).with_ansi(ansi);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(true).try_init(),

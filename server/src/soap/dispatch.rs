@@ -19,9 +19,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tracing::Instrument;
 
 use ardacat_core::path;
-use ardacat_core::service::SelectSpec;
 use ardacat_core::service::composite::{NewAttribute, NewEntryValues};
 use ardacat_core::service::cursor::CursorState;
+use ardacat_core::service::{SelectSpec, WireRow, WireScratch, WireText};
 use ardacat_core::store::AttrDef;
 use ardacat_core::types::Value;
 use ardacat_core::{Error, Result, RowSink};
@@ -328,6 +328,8 @@ struct EntrySink<'a> {
     columns: &'a EntryColumns,
     /// A value XML cannot carry; reported as a Server fault (the query is stopped).
     soap_error: Option<SoapError>,
+    /// Where a row's numbers are formatted on their way into the response.
+    scratch: WireScratch,
 }
 
 impl RowSink for EntrySink<'_> {
@@ -340,6 +342,18 @@ impl RowSink for EntrySink<'_> {
     async fn row(&mut self, row: Vec<Option<String>>) -> Result<()> {
         let mut it = row.into_iter();
         let name = path::join(&self.dir, it.next().flatten().as_deref().unwrap_or_default());
+        if let Err(e) = self.writer.entry_row(self.columns, &name, it, &mut self.out.buf) {
+            self.soap_error = Some(e);
+            return Err(Error::Cancelled);
+        }
+        crate::logging::add_rows(1);
+        self.out.flush_if_full().await
+    }
+
+    /// `row` over borrowed text: no `String` per value.
+    async fn wire_row(&mut self, row: WireRow<'_>) -> Result<()> {
+        let mut it = row.texts(&mut self.scratch).map(WireText::as_str);
+        let name = path::join(&self.dir, it.next().flatten().unwrap_or_default());
         if let Err(e) = self.writer.entry_row(self.columns, &name, it, &mut self.out.buf) {
             self.soap_error = Some(e);
             return Err(Error::Cancelled);
@@ -396,7 +410,14 @@ async fn stream_entries(
         };
         let known = !dir.is_empty();
         let columns = EntryColumns::new(&attrs);
-        let mut sink = EntrySink { out: &mut *out, writer: &mut writer, dir, columns: &columns, soap_error: None };
+        let mut sink = EntrySink {
+            out: &mut *out,
+            writer: &mut writer,
+            dir,
+            columns: &columns,
+            soap_error: None,
+            scratch: WireScratch::default(),
+        };
         let r = cat.getattr(s, &abs, &attrs, &mut sink).await;
         if let Some(e) = sink.soap_error.take() {
             return Err(e.into());
