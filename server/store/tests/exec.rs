@@ -923,6 +923,33 @@ async fn stream_rows_before_an_error_come_first_sqlite() {
     .await;
 }
 
+/// Rows read just before a long stretch without matches reach the consumer during it, not when
+/// the query ends (the batch they wait in goes out from SQLite's progress handler).
+#[tokio::test]
+async fn stream_rows_before_a_long_scan_arrive_during_it_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| async move {
+        let mut c = db.acquire().await.unwrap();
+        let (tx, mut rx) = mpsc::channel::<RowResult>(16);
+        // Two matches at once, then a scan of a billion rows that matches nothing.
+        let sparse = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) \
+                      SELECT x FROM c WHERE x <= 2";
+        let consumer = tokio::spawn(async move {
+            // Had the two rows waited for the end they would come after the whole scan
+            // (minutes). Either way rx is dropped here, which cancels the stream and the scan.
+            tokio::time::timeout(Duration::from_secs(20), rx.recv())
+                .await
+                .expect("the rows read before the scan waited for its end")
+                .unwrap()
+                .unwrap()
+        });
+        let sent = c.stream(sparse, &[], &[ValueType::Int], tx).await.unwrap();
+        assert_eq!(consumer.await.unwrap(), vec![vec![Value::Int(1)], vec![Value::Int(2)]]);
+        assert_eq!(sent, 2);
+        assert_eq!(c.query("SELECT 5", &[], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(5)]]);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn stream_decode_error_sqlite() {
     on_sqlite_memory(small_opts(), |db, _| stream_decode_error(db)).await;

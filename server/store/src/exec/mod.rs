@@ -40,7 +40,9 @@ pub const ROW_BATCH: usize = 64;
 
 /// A batch being filled goes out when it is full or when this long has passed since the last
 /// one went, so rows that trickle in (a filter matching now and then in a long scan) are not
-/// held back for long.
+/// held back for long. Rows read just before the database goes quiet (a long scan after the
+/// last match) do not wait for the next row either: SQLite's progress handler sends a batch
+/// this old, and PostgreSQL's cursor sends what it has before it waits on the network.
 pub const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The batching rule of a stream, shared by both backends.
@@ -58,6 +60,12 @@ impl Batcher {
     pub(crate) fn push(&mut self, row: Vec<Value>) -> Option<RowBatch> {
         self.rows.push(row);
         if self.rows.len() >= ROW_BATCH || self.since.elapsed() >= BATCH_WAIT { self.take() } else { None }
+    }
+
+    /// The rows not yet sent if they have waited [`BATCH_WAIT`] (the database is busy
+    /// elsewhere).
+    pub(crate) fn take_stale(&mut self) -> Option<RowBatch> {
+        if self.rows.is_empty() || self.since.elapsed() < BATCH_WAIT { None } else { self.take() }
     }
 
     /// The rows not yet sent, if any.

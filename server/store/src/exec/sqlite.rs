@@ -62,7 +62,9 @@
 //! # Streams
 //! `stream` runs the row loop on the connection's thread and hands batches of rows to
 //! `blocking_send` on the bounded channel: a slow consumer blocks the loop, so SQLite reads no
-//! further ahead than the channel's capacity (in batches) and one batch. A progress handler checks whether the receiver is gone while SQLite works
+//! further ahead than the channel's capacity (in batches) and one batch. The batch being filled
+//! is shared with the progress handler, which sends it once it is [`super::BATCH_WAIT`] old, so
+//! rows read before a long stretch without matches do not wait for its end. A progress handler checks whether the receiver is gone while SQLite works
 //! between rows (a sort, a long scan), so a dropped receiver stops even a query that has not
 //! produced its first row. The connection is clean afterwards (the statement is reset) and stays
 //! usable.

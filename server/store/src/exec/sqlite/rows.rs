@@ -65,6 +65,28 @@ impl Drop for ProgressGuard<'_> {
     }
 }
 
+/// A stream's batch and the rows sent so far, shared by the row loop and the progress handler
+/// (which sends a batch that went stale while SQLite works between rows).
+struct Pending {
+    batch: Batcher,
+    sent: u64,
+}
+
+impl Pending {
+    fn send<E>(&mut self, tx: &mpsc::Sender<Result<RowBatch, E>>, rows: RowBatch) -> bool {
+        let n = rows.len() as u64;
+        let delivered = tx.blocking_send(Ok(rows)).is_ok();
+        if delivered {
+            self.sent += n;
+        }
+        delivered
+    }
+}
+
+fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
+    pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub(super) fn stream_rows<E: From<StoreError> + Send + 'static>(
     conn: &mut Connection,
     sql: &str,
@@ -73,21 +95,50 @@ pub(super) fn stream_rows<E: From<StoreError> + Send + 'static>(
     tx: mpsc::Sender<Result<RowBatch, E>>,
     deadline: &Arc<Deadline>,
 ) -> Result<u64, StoreError> {
-    let mut batch = Batcher::new();
-    let r = stream_inner(conn, sql, params, types, &tx, deadline, &mut batch);
-    if let Err(e) = &r {
-        // The rows read before the error go out first: the consumer sees what it would have
-        // seen row by row, then the error.
-        if let Some(rows) = batch.take() {
-            let _ = tx.blocking_send(Ok(rows));
+    let pending = Arc::new(Mutex::new(Pending { batch: Batcher::new(), sent: 0 }));
+    let r = stream_inner(conn, sql, params, types, &tx, deadline, &pending);
+    let mut p = lock(&pending);
+    match r {
+        Ok(()) => {
+            if let Some(rest) = p.batch.take() {
+                p.send(&tx, rest);
+            }
+            Ok(p.sent)
         }
-        let _ = tx.blocking_send(Err(E::from(e.clone())));
+        Err(Stop::Cancelled) => Ok(p.sent),
+        Err(Stop::Failed(e)) => {
+            // The rows read before the error go out first: the consumer sees what it would
+            // have seen row by row, then the error.
+            if let Some(rows) = p.batch.take() {
+                p.send(&tx, rows);
+            }
+            let _ = tx.blocking_send(Err(E::from(e.clone())));
+            Err(e)
+        }
     }
-    r
 }
 
-/// Rows sent, or the error that ended the stream (with the rows read before it still in
-/// `batch`).
+/// Why a stream ended early.
+enum Stop {
+    /// The receiver went away.
+    Cancelled,
+    Failed(StoreError),
+}
+
+impl From<StoreError> for Stop {
+    fn from(e: StoreError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+impl From<rusqlite::Error> for Stop {
+    fn from(e: rusqlite::Error) -> Stop {
+        Stop::Failed(e.into())
+    }
+}
+
+/// Reads every row into `pending` (which sends full batches); what is left in it is sent by
+/// the caller.
 fn stream_inner<E: From<StoreError> + Send + 'static>(
     conn: &Connection,
     sql: &str,
@@ -95,45 +146,42 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
     types: &[ValueType],
     tx: &mpsc::Sender<Result<RowBatch, E>>,
     deadline: &Arc<Deadline>,
-    batch: &mut Batcher,
-) -> Result<u64, StoreError> {
+    pending: &Arc<Mutex<Pending>>,
+) -> Result<(), Stop> {
     if tx.is_closed() {
-        return Ok(0);
+        return Err(Stop::Cancelled);
     }
     let mut st = prepare(conn, sql)?;
     check_types(st.column_count(), types)?;
     bind(&mut st, params)?;
-    let watch = tx.clone();
-    let d = deadline.clone();
-    conn.progress_handler(PROGRESS_OPS, Some(move || watch.is_closed() || d.expired()))?;
+    let (watch, d, held) = (tx.clone(), deadline.clone(), pending.clone());
+    conn.progress_handler(
+        PROGRESS_OPS,
+        Some(move || {
+            // Between rows (a sort, a long scan): rows already read do not wait for the next.
+            if let Ok(mut p) = held.try_lock()
+                && let Some(stale) = p.batch.take_stale()
+            {
+                p.send(&watch, stale);
+            }
+            watch.is_closed() || d.expired()
+        }),
+    )?;
     let _guard = ProgressGuard(conn, deadline);
     let mut rows = st.raw_query();
-    let mut sent = 0u64;
-    let mut send = |rows: RowBatch| {
-        let n = rows.len() as u64;
-        let delivered = tx.blocking_send(Ok(rows)).is_ok();
-        if delivered {
-            sent += n;
-        }
-        delivered
-    };
     loop {
         match rows.next() {
             Ok(Some(row)) => {
                 let values = decode_row(row, types)?;
-                if let Some(full) = batch.push(values)
-                    && !send(full)
+                let mut p = lock(pending);
+                if let Some(full) = p.batch.push(values)
+                    && !p.send(tx, full)
                 {
-                    return Ok(sent); // receiver dropped: cancelled
+                    return Err(Stop::Cancelled);
                 }
             }
-            Ok(None) => {
-                if let Some(rest) = batch.take() {
-                    send(rest);
-                }
-                return Ok(sent);
-            }
-            Err(_) if tx.is_closed() => return Ok(sent), // interrupted by the progress handler
+            Ok(None) => return Ok(()),
+            Err(_) if tx.is_closed() => return Err(Stop::Cancelled), // interrupted by the progress handler
             Err(e) => return Err(e.into()),
         }
     }
