@@ -10,7 +10,8 @@
 # fresh PostgreSQL database of that cluster (created here, dropped at the end); makes /bench (10,000
 # entries of 60 attributes) and /bench1k with `ardacat bench --setup`, runs the point, and prints the
 # load generator's summary (ops/s, p50/p90/p99), the server's CPU seconds during the point
-# (utime+stime from /proc) and the client's user/sys seconds.
+# (utime+stime from /proc) and the client's user/sys seconds. SERVER_ARGS adds server options, e.g.
+#   SERVER_ARGS="--config /tmp/pool16.toml" (a file holding `db_pool_size = 16`).
 set -euo pipefail
 bin=$1; scenario=$2; protocol=$3; conns=$4; secs=$5; shift 5
 work=$(mktemp -d); port=$((20000 + RANDOM % 20000))
@@ -25,7 +26,7 @@ else
 fi
 # The load generator is one address: no per-address cap.
 ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server" --tcp-port $port --http-port $((port + 1)) \
-    --database "$url" >"$work/server.log" 2>&1 &
+    --database "$url" ${SERVER_ARGS:-} >"$work/server.log" 2>&1 &
 server=$!
 cleanup() {
     kill $server 2>/dev/null; wait $server 2>/dev/null || true
