@@ -3,9 +3,9 @@
 mod common;
 
 use ardacat_soap::{
-    Attribute, Entry, EntryColumns, Fault, FaultCode, Limits, MDResult, Operation, Request, Response, ResponseWriter,
-    Row, SoapError, SoapVersion, error_fault_bytes, fault_bytes, parse_request, response_bytes, write_error_fault,
-    write_fault, write_request, write_response,
+    Attribute, Entry, EntryColumns, EntryValue, Fault, FaultCode, Formatted, Limits, MDResult, Operation, Request,
+    Response, ResponseWriter, Row, RowValue, SoapError, SoapVersion, error_fault_bytes, fault_bytes, parse_request,
+    response_bytes, write_error_fault, write_fault, write_request, write_response,
 };
 use common::*;
 
@@ -330,6 +330,29 @@ fn entry_rows_write_the_same_bytes_as_entries() {
         we.finish(&mut by_entry).unwrap();
         assert_eq!(String::from_utf8(by_row).unwrap(), String::from_utf8(by_entry).unwrap());
     }
+}
+
+/// Values a producer formatted itself go in without the escaping scan and come out as the same
+/// bytes as the same text passed as ordinary values.
+#[test]
+fn formatted_values_write_the_same_bytes() {
+    let columns = EntryColumns::new(&["i", "f", "t", "m", "s", "n"]);
+    let texts = ["-42", "1e-05", "2026-12-02 13:05:09.000250", "rwxr-x---", "a<b", "x"];
+    let mixed = [
+        RowValue::Formatted(Formatted(texts[0])),
+        RowValue::Formatted(Formatted(texts[1])),
+        RowValue::Formatted(Formatted(texts[2])),
+        RowValue::Formatted(Formatted(texts[3])),
+        RowValue::Text(Some(texts[4])),
+        RowValue::Text(None),
+    ];
+    let plain: Vec<Option<&str>> = mixed.iter().map(|v| v.text()).collect();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut wa = ResponseWriter::begin(V11, Operation::GetAttributes, &mut a);
+    let mut wb = ResponseWriter::begin(V11, Operation::GetAttributes, &mut b);
+    wa.entry_row(&columns, "/e", mixed, &mut a).unwrap();
+    wb.entry_row(&columns, "/e", plain, &mut b).unwrap();
+    assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
 }
 
 #[test]

@@ -26,8 +26,8 @@ use ardacat_core::store::AttrDef;
 use ardacat_core::types::Value;
 use ardacat_core::{Error, Result, RowSink};
 use ardacat_soap::{
-    Attribute, EntryColumns, Index, MDResult, Operation, Request, Response, ResponseWriter, Row, SoapError,
-    SoapVersion, write_response,
+    Attribute, EntryColumns, EntryValue, Formatted, Index, MDResult, Operation, Request, Response, ResponseWriter, Row,
+    RowValue, SoapError, SoapVersion, write_response,
 };
 use axum::body::Body;
 use bytes::Bytes;
@@ -352,8 +352,13 @@ impl RowSink for EntrySink<'_> {
 
     /// `row` over borrowed text: no `String` per value.
     async fn wire_row(&mut self, row: WireRow<'_>) -> Result<()> {
-        let mut it = row.texts(&mut self.scratch).map(WireText::as_str);
-        let name = path::join(&self.dir, it.next().flatten().unwrap_or_default());
+        let mut it = row.texts(&mut self.scratch).map(|t| match t {
+            WireText::Null => RowValue::Text(None),
+            WireText::Text(s) => RowValue::Text(Some(s)),
+            WireText::Formatted(s) => RowValue::Formatted(Formatted(s)),
+        });
+        let first = it.next();
+        let name = path::join(&self.dir, first.as_ref().and_then(EntryValue::text).unwrap_or_default());
         if let Err(e) = self.writer.entry_row(self.columns, &name, it, &mut self.out.buf) {
             self.soap_error = Some(e);
             return Err(Error::Cancelled);
