@@ -877,17 +877,22 @@ async fn stream_cancel_before_first_row_postgres() {
     on_pg(small_opts(), |db, _| stream_cancel_before_first_row(db)).await;
 }
 
-/// A decode error mid-stream reaches both the caller and the consumer.
-async fn stream_decode_error(db: Db) {
-    let mut c = db.acquire().await.unwrap();
-    let (tx, mut rx) = mpsc::channel::<RowResult>(16);
-    let consumer = tokio::spawn(async move {
+/// Every message a stream sends, in order, once it ends.
+fn collect_all(mut rx: mpsc::Receiver<RowResult>) -> tokio::task::JoinHandle<Vec<RowResult>> {
+    tokio::spawn(async move {
         let mut items = Vec::new();
         while let Some(r) = rx.recv().await {
             items.push(r);
         }
         items
-    });
+    })
+}
+
+/// A decode error mid-stream reaches both the caller and the consumer.
+async fn stream_decode_error(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    let (tx, rx) = mpsc::channel::<RowResult>(16);
+    let consumer = collect_all(rx);
     let e = c.stream(series_sql(&db), &[Value::Int(10)], &[ValueType::Int, ValueType::Int], tx).await.unwrap_err();
     assert!(matches!(e, StoreError::Decode { column: 1, .. }), "{e:?}");
     let items = consumer.await.unwrap();
@@ -901,14 +906,8 @@ async fn stream_decode_error(db: Db) {
 async fn stream_rows_before_an_error_come_first_sqlite() {
     on_sqlite_memory(small_opts(), |db, _| async move {
         let mut c = db.acquire().await.unwrap();
-        let (tx, mut rx) = mpsc::channel::<RowResult>(16);
-        let consumer = tokio::spawn(async move {
-            let mut items = Vec::new();
-            while let Some(r) = rx.recv().await {
-                items.push(r);
-            }
-            items
-        });
+        let (tx, rx) = mpsc::channel::<RowResult>(16);
+        let consumer = collect_all(rx);
         // Row 100 holds text where an integer is expected: a decode error after 99 rows.
         let bad = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) \
                    SELECT CASE WHEN x < 100 THEN x ELSE 'x' || x END FROM c";

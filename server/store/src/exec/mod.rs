@@ -441,8 +441,8 @@ impl Conn {
     }
 
     /// Run a query and send its rows into `tx` as they are read from the database, in batches
-    /// (module docs). Returns the number of rows sent. If the receiver is dropped the query is stopped promptly and the
-    /// call returns `Ok(rows sent so far)`. An error is also sent into the channel (when the
+    /// (module docs). Returns the number of rows sent. If the receiver is dropped the query is
+    /// stopped promptly and the call returns `Ok(rows sent so far)`. An error is also sent into the channel (when the
     /// receiver still listens) so that the consumer sees the stream did not end cleanly.
     pub async fn stream<E: From<StoreError> + Send + 'static>(
         &mut self,
