@@ -139,7 +139,8 @@ impl SqlConn {
         if !self.tables_exist(&plan.tables).await? {
             return Ok(Vec::new());
         }
-        let c = compile_select(self.dialect, plan);
+        // The text is compiled once per plan shape (`sql::point`); a `get` binds its name.
+        let c = self.point_sql.lock().unwrap_or_else(std::sync::PoisonError::into_inner).compile(self.dialect, plan);
         self.conn.query_point(&c.sql, &c.params, &c.types).await.map_err(map_err)
     }
 }

@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 use crate::error::StoreError;
 use crate::exec::{Backend, Conn, Db};
 use crate::sql::compile::{attr_column, compile_condition, table_name};
+use crate::sql::point::PointCache;
 use crate::sql::{
     Compiled, Dialect, attributes as attribute_sql, collections as collection_sql, compile_delete, compile_insert,
     compile_select, compile_update, constraint_rows, constraints, indexes as index_sql, principals as principal_sql,
@@ -132,6 +133,9 @@ pub struct SqlStore {
     db: Db,
     cache: Arc<Mutex<SchemaCache>>,
     feed: Arc<shared::Feed>,
+    /// Point-read SQL per plan shape (`sql::point`): a function of the plan alone, so it needs
+    /// no clearing when the schema changes.
+    point_sql: Arc<Mutex<PointCache>>,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -142,7 +146,7 @@ impl std::fmt::Debug for SqlStore {
 
 impl SqlStore {
     pub fn new(db: Db) -> Self {
-        SqlStore { db, cache: Arc::default(), feed: Arc::default() }
+        SqlStore { db, cache: Arc::default(), feed: Arc::default(), point_sql: Arc::default() }
     }
 
     pub fn db(&self) -> &Db {
@@ -174,6 +178,7 @@ impl Store for SqlStore {
             schema_changed: false,
             announce: shared::Announce::Nothing,
             unit: None,
+            point_sql: self.point_sql.clone(),
         })
     }
 
@@ -197,6 +202,7 @@ pub struct SqlConn {
     announce: shared::Announce,
     /// The write unit open on this connection (`StoreConn::begin_unit`), if any.
     unit: Option<Unit>,
+    point_sql: Arc<Mutex<PointCache>>,
 }
 
 /// How a write unit was opened, hence how it ends.

@@ -16,6 +16,7 @@ pub mod constraints;
 pub mod dialect;
 pub mod dump;
 pub mod indexes;
+pub mod point;
 pub mod principals;
 pub mod replicas;
 pub mod sequences;
