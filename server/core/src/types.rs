@@ -154,11 +154,24 @@ impl Value {
     pub fn to_wire(&self) -> Option<String> {
         match self {
             Value::Null => None,
-            Value::Int(i) => Some(itoa::Buffer::new().format(*i).to_owned()),
-            Value::Float(f) => Some(format_float(*f)),
             Value::Text(s) => Some(s.clone()),
-            Value::Bool(b) => Some(if *b { "true" } else { "false" }.to_string()),
-            Value::Timestamp(t) => Some(format_timestamp(t)),
+            v => {
+                let mut out = String::with_capacity(24);
+                v.push_wire(&mut out);
+                Some(out)
+            }
+        }
+    }
+
+    /// Appends [`to_wire`](Self::to_wire)'s text (nothing for NULL).
+    pub fn push_wire(&self, out: &mut String) {
+        match self {
+            Value::Null => {}
+            Value::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
+            Value::Float(f) => push_float(out, *f),
+            Value::Text(s) => out.push_str(s),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Timestamp(t) => push_timestamp(out, t),
         }
     }
 

@@ -56,7 +56,7 @@ pub use model::{
 pub use parse::{Limits, parse_request};
 pub use version::{SOAP11_ENV_NS, SOAP12_ENV_NS, SoapVersion, content_type_action, detect_version};
 pub use write::{
-    EntryColumns, EntryValue, Fault, Formatted, ResponseWriter, RowValue, error_fault_bytes, fault_bytes,
-    response_bytes, write_error_fault, write_fault, write_request, write_response,
+    EntryColumns, EntryValue, Fault, ResponseWriter, RowValue, error_fault_bytes, fault_bytes, response_bytes,
+    write_error_fault, write_fault, write_request, write_response,
 };
 pub use wsdl::{WSDL_PLACEHOLDER_ADDRESS, WSDL_TEMPLATE, wsdl_for};

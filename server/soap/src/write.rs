@@ -298,33 +298,21 @@ impl<S: AsRef<str>> EntryValue for Option<S> {
     }
 }
 
-/// Text its producer formatted itself (a number, boolean or date: ASCII letters, digits, `-`,
-/// `+`, `.`, `:` and spaces), copied into the response without the escaping scan.
-#[derive(Debug, Clone, Copy)]
-pub struct Formatted<'a>(pub &'a str);
-
-impl EntryValue for Formatted<'_> {
-    fn text(&self) -> Option<&str> {
-        Some(self.0)
-    }
-
-    fn is_plain(&self) -> bool {
-        true
-    }
-}
-
-/// Either kind of [`EntryValue`] in one iterator.
+/// A value of a row whose producer knows which values it formatted itself.
 #[derive(Debug, Clone, Copy)]
 pub enum RowValue<'a> {
+    /// Stored text (`None` → `xsi:nil`): escaped or refused as XML requires.
     Text(Option<&'a str>),
-    Formatted(Formatted<'a>),
+    /// Text its producer formatted (a number, boolean, date or mode: ASCII letters, digits,
+    /// `-`, `+`, `.`, `:` and spaces), copied into the response without the escaping scan.
+    Formatted(&'a str),
 }
 
 impl EntryValue for RowValue<'_> {
     fn text(&self) -> Option<&str> {
         match self {
             RowValue::Text(t) => *t,
-            RowValue::Formatted(f) => f.text(),
+            RowValue::Formatted(f) => Some(f),
         }
     }
 

@@ -3,8 +3,8 @@
 mod common;
 
 use ardacat_soap::{
-    Attribute, Entry, EntryColumns, EntryValue, Fault, FaultCode, Formatted, Limits, MDResult, Operation, Request,
-    Response, ResponseWriter, Row, RowValue, SoapError, SoapVersion, error_fault_bytes, fault_bytes, parse_request,
+    Attribute, Entry, EntryColumns, EntryValue, Fault, FaultCode, Limits, MDResult, Operation, Request, Response,
+    ResponseWriter, Row, RowValue, SoapError, SoapVersion, error_fault_bytes, fault_bytes, parse_request,
     response_bytes, write_error_fault, write_fault, write_request, write_response,
 };
 use common::*;
@@ -339,10 +339,10 @@ fn formatted_values_write_the_same_bytes() {
     let columns = EntryColumns::new(&["i", "f", "t", "m", "s", "n"]);
     let texts = ["-42", "1e-05", "2026-12-02 13:05:09.000250", "rwxr-x---", "a<b", "x"];
     let mixed = [
-        RowValue::Formatted(Formatted(texts[0])),
-        RowValue::Formatted(Formatted(texts[1])),
-        RowValue::Formatted(Formatted(texts[2])),
-        RowValue::Formatted(Formatted(texts[3])),
+        RowValue::Formatted(texts[0]),
+        RowValue::Formatted(texts[1]),
+        RowValue::Formatted(texts[2]),
+        RowValue::Formatted(texts[3]),
         RowValue::Text(Some(texts[4])),
         RowValue::Text(None),
     ];

@@ -26,8 +26,8 @@ use ardacat_core::store::AttrDef;
 use ardacat_core::types::Value;
 use ardacat_core::{Error, Result, RowSink};
 use ardacat_soap::{
-    Attribute, EntryColumns, EntryValue, Formatted, Index, MDResult, Operation, Request, Response, ResponseWriter, Row,
-    RowValue, SoapError, SoapVersion, write_response,
+    Attribute, EntryColumns, EntryValue, Index, MDResult, Operation, Request, Response, ResponseWriter, Row, RowValue,
+    SoapError, SoapVersion, write_response,
 };
 use axum::body::Body;
 use bytes::Bytes;
@@ -355,7 +355,7 @@ impl RowSink for EntrySink<'_> {
         let mut it = row.texts(&mut self.scratch).map(|t| match t {
             WireText::Null => RowValue::Text(None),
             WireText::Text(s) => RowValue::Text(Some(s)),
-            WireText::Formatted(s) => RowValue::Formatted(Formatted(s)),
+            WireText::Formatted(s) => RowValue::Formatted(s),
         });
         let first = it.next();
         let name = path::join(&self.dir, first.as_ref().and_then(EntryValue::text).unwrap_or_default());

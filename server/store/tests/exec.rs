@@ -902,24 +902,40 @@ async fn stream_decode_error(db: Db) {
 
 /// Rows read before an error mid-stream reach the consumer, in order, before the error (they
 /// travel batched, but are not lost with the batch the error cut short).
+async fn stream_rows_before_an_error_come_first(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    let (tx, rx) = mpsc::channel::<RowResult>(16);
+    let consumer = collect_all(rx);
+    // Row 100 fails: on SQLite it holds text where an integer is expected (a decode error on
+    // our side); PostgreSQL divides by zero there (an error the server reports mid-result).
+    let bad = match db.backend() {
+        Backend::Sqlite => {
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) \
+             SELECT CASE WHEN x < 100 THEN x ELSE 'x' || x END FROM c"
+        }
+        Backend::Postgres => {
+            "SELECT CASE WHEN x < 100 THEN x ELSE x / (x - x) END FROM generate_series(1::int8, 500::int8) AS s(x)"
+        }
+    };
+    let e = c.stream(bad, &[], &[ValueType::Int], tx).await.unwrap_err();
+    if db.backend() == Backend::Sqlite {
+        assert!(matches!(e, StoreError::Decode { column: 0, .. }), "{e:?}");
+    }
+    let items = consumer.await.unwrap();
+    let (last, batches) = items.split_last().unwrap();
+    assert_eq!(last, &Err(e));
+    let rows: Vec<Vec<Value>> = batches.iter().flat_map(|b| b.clone().unwrap()).collect();
+    assert_eq!(rows, (1..100).map(|x| vec![Value::Int(x)]).collect::<Vec<_>>());
+}
+
 #[tokio::test]
 async fn stream_rows_before_an_error_come_first_sqlite() {
-    on_sqlite_memory(small_opts(), |db, _| async move {
-        let mut c = db.acquire().await.unwrap();
-        let (tx, rx) = mpsc::channel::<RowResult>(16);
-        let consumer = collect_all(rx);
-        // Row 100 holds text where an integer is expected: a decode error after 99 rows.
-        let bad = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) \
-                   SELECT CASE WHEN x < 100 THEN x ELSE 'x' || x END FROM c";
-        let e = c.stream(bad, &[], &[ValueType::Int], tx).await.unwrap_err();
-        assert!(matches!(e, StoreError::Decode { column: 0, .. }), "{e:?}");
-        let items = consumer.await.unwrap();
-        let (last, batches) = items.split_last().unwrap();
-        assert_eq!(last, &Err(e));
-        let rows: Vec<Vec<Value>> = batches.iter().flat_map(|b| b.clone().unwrap()).collect();
-        assert_eq!(rows, (1..100).map(|x| vec![Value::Int(x)]).collect::<Vec<_>>());
-    })
-    .await;
+    on_sqlite_memory(small_opts(), |db, _| stream_rows_before_an_error_come_first(db)).await;
+}
+
+#[tokio::test]
+async fn stream_rows_before_an_error_come_first_postgres() {
+    on_pg(small_opts(), |db, _| stream_rows_before_an_error_come_first(db)).await;
 }
 
 /// Rows read just before a long stretch without matches reach the consumer during it, not when

@@ -8,7 +8,7 @@ use crate::perm::Mode;
 use crate::query::ast::Expr;
 use crate::query::{Column, Term};
 use crate::store::SelectPlan;
-use crate::types::{Value, push_float, push_timestamp};
+use crate::types::Value;
 
 /// What a plan's rows need to become wire text: which columns hold permission bits.
 pub(crate) struct WireRows {
@@ -25,6 +25,11 @@ impl WireRows {
     pub(crate) fn row(&self, values: Vec<Value>) -> WireRow<'_> {
         WireRow { values, perms: &self.perms }
     }
+}
+
+/// The permission bits of a `PERMISSIONS` column, shown as `rwxr-x---`.
+fn mode(bits: i64) -> Mode {
+    Mode((bits as u16) & 0o777)
 }
 
 /// One row of a plan as the store returned it (the plan's columns, then its keys).
@@ -68,7 +73,7 @@ impl WireRow<'_> {
             .into_iter()
             .zip(self.perms)
             .map(|(v, &is_perms)| match (v, is_perms) {
-                (Value::Int(bits), true) => Some(Mode((bits as u16) & 0o777).to_string()),
+                (Value::Int(bits), true) => Some(mode(bits).to_string()),
                 (v, _) => v.into_wire(),
             })
             .collect()
@@ -80,16 +85,12 @@ impl WireRow<'_> {
         scratch.text.clear();
         scratch.ends.clear();
         for (v, &is_perms) in self.values.iter().zip(self.perms) {
-            let text = &mut scratch.text;
             match (v, is_perms) {
                 (Value::Null | Value::Text(_), _) => continue,
                 (Value::Int(bits), true) => {
-                    let _ = write!(text, "{}", Mode((*bits as u16) & 0o777));
+                    let _ = write!(scratch.text, "{}", mode(*bits));
                 }
-                (Value::Int(i), false) => text.push_str(itoa::Buffer::new().format(*i)),
-                (Value::Float(f), _) => push_float(text, *f),
-                (Value::Bool(b), _) => text.push_str(if *b { "true" } else { "false" }),
-                (Value::Timestamp(t), _) => push_timestamp(text, t),
+                (v, _) => v.push_wire(&mut scratch.text),
             }
             scratch.ends.push(scratch.text.len());
         }

@@ -365,12 +365,10 @@ impl Conn {
             let next = match rows.try_next().now_or_never() {
                 Some(next) => next,
                 None => {
-                    if let Some(ready) = batch.take() {
-                        let n = ready.len() as u64;
-                        if tx.send(Ok(ready)).await.is_err() {
-                            break Ok(false);
-                        }
-                        sent += n;
+                    if let Some(ready) = batch.take()
+                        && !send_batch(&tx, ready, &mut sent).await
+                    {
+                        break Ok(false);
                     }
                     tokio::select! {
                         biased;
@@ -382,12 +380,10 @@ impl Conn {
             match next {
                 Ok(Some(row)) => match decode_row(&row, types) {
                     Ok(values) => {
-                        if let Some(full) = batch.push(values) {
-                            let n = full.len() as u64;
-                            if tx.send(Ok(full)).await.is_err() {
-                                break Ok(false);
-                            }
-                            sent += n;
+                        if let Some(full) = batch.push(values)
+                            && !send_batch(&tx, full, &mut sent).await
+                        {
+                            break Ok(false);
                         }
                     }
                     Err(e) => break Err((e, false)),
@@ -400,10 +396,7 @@ impl Conn {
         if !matches!(outcome, Ok(false))
             && let Some(rest) = batch.take()
         {
-            let n = rest.len() as u64;
-            if tx.send(Ok(rest)).await.is_ok() {
-                sent += n;
-            }
+            send_batch(&tx, rest, &mut sent).await;
         }
         drop(rows);
         self.failed |= outcome.is_err();
@@ -497,6 +490,16 @@ impl Conn {
         }
         self.simple("ROLLBACK").await
     }
+}
+
+/// Send one batch of a stream, counting its rows into `sent`; false when the receiver is gone.
+async fn send_batch<E>(tx: &mpsc::Sender<Result<RowBatch, E>>, rows: RowBatch, sent: &mut u64) -> bool {
+    let n = rows.len() as u64;
+    let delivered = tx.send(Ok(rows)).await.is_ok();
+    if delivered {
+        *sent += n;
+    }
+    delivered
 }
 
 pub(super) fn decode_row(row: &PgRow, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {

@@ -23,9 +23,6 @@ use crate::types::{Value, ValueType};
 
 use format::{Tally, header, record};
 
-/// Row batches in flight between the entry cursor and the sink (of up to 64 rows each).
-const ROW_CHANNEL: usize = 4;
-
 /// What a dump wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DumpSummary {
@@ -222,7 +219,7 @@ impl<S: Store> Catalogue<S> {
         let width = columns.len();
         let mut plan = SelectPlan::of_collection(c.id, columns, column_types, EntryAccess::new(who, vec![READ]));
         plan.order_by = vec![OrderItem { expr: col(Column::File, ValueType::Text), descending: false }];
-        let (tx, mut rx) = mpsc::channel(ROW_CHANNEL);
+        let (tx, mut rx) = mpsc::channel(super::entries::ROW_CHANNEL);
         let producer = conn.select(&plan, tx);
         // `move`: the receiver ends with the consumer, so a consumer that fails (the client
         // went away) stops the producer instead of leaving it waiting on a full channel.
