@@ -63,6 +63,13 @@ impl<'w> Printer<'w> {
         }
     }
 
+    /// Data lines exactly as received, each ended by its `\n`, for the `amga` format (the
+    /// others need each line decoded: [`Printer::line`]).
+    pub fn raw_lines(&mut self, text: &str) -> io::Result<()> {
+        debug_assert!(self.format == Format::Amga && (text.is_empty() || text.ends_with('\n')));
+        self.out.write_all(text.as_bytes())
+    }
+
     fn row(&mut self, row: Vec<Option<String>>) -> io::Result<()> {
         match self.format {
             Format::Amga => Ok(()),

@@ -26,7 +26,7 @@ pub mod mdconfig;
 pub mod shape;
 
 pub use blocking::BlockingClient;
-pub use client::{Client, ClientConfig, DEFAULT_PORT, RowStream, TlsClientConfig};
+pub use client::{Client, ClientConfig, DEFAULT_PORT, LineRun, RowStream, TlsClientConfig};
 pub use complete::Completer;
 pub use error::{ClientError, Result};
 pub use format::{Format, Printer};

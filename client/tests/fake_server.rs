@@ -316,6 +316,77 @@ async fn stream_is_lazy_and_a_dropped_stream_is_drained() {
 }
 
 #[tokio::test]
+async fn line_runs_hold_the_same_lines_and_keep_the_stream_in_step() {
+    let (listener, config) = listener().await;
+    // The client says when it has read b1..b3, so that b4 arrives apart from them.
+    let (go_tx, mut go_rx) = tokio::sync::mpsc::channel::<()>(1);
+    let server = tokio::spawn(async move {
+        let mut s = Fake::accept(&listener).await;
+        s.handshake().await;
+        s.expect("find /a ''").await;
+        s.send("0\na1\na2\n\na\r4\n\u{4}\u{4}").await;
+        s.expect("find /b ''").await;
+        s.send("0\nb1\nb2\nb3\n").await;
+        go_rx.recv().await.expect("the client read b1..b3");
+        s.send("b4\n\u{4}\u{4}").await;
+        s.expect("find /c ''").await;
+        s.send("0\nc1\nc2\n\u{18}99 backend failed\n\u{4}\u{4}").await;
+        s.expect("find /d ''").await;
+        s.send("5 No such collection\n\u{4}\u{4}").await;
+        s.expect("pwd").await;
+        s.send("0\n/\n\u{4}\u{4}").await;
+    });
+    let mut c = Client::connect(config).await.expect("connect");
+
+    // Runs: the status line is not among the lines; every line ends with its newline.
+    let mut rows = c.stream("find /a ''").await.expect("stream");
+    let mut text = String::new();
+    while let Some(run) = rows.next_lines().await.expect("run") {
+        assert_eq!(run.lines().count(), run.count());
+        text.push_str(run.text());
+    }
+    assert_eq!(text, "a1\na2\n\na\r4\n");
+    assert_eq!(rows.lines_read(), 4);
+    assert!(rows.is_finished());
+
+    // One line, then the rest of what arrived as a run, then one line again.
+    let mut rows = c.stream("find /b ''").await.expect("stream");
+    assert_eq!(rows.next_line().await.expect("b1").as_deref(), Some("b1"));
+    let mut rest = Vec::new();
+    while rest.len() < 2 {
+        let run = rows.next_lines().await.expect("run").expect("b2 and b3");
+        rest.extend(run.lines().map(str::to_owned));
+    }
+    assert_eq!(rest, ["b2", "b3"]);
+    go_tx.send(()).await.expect("server waits");
+    assert_eq!(rows.next_line().await.expect("b4").as_deref(), Some("b4"));
+    assert_eq!(rows.next_lines().await.expect("end"), None);
+    assert_eq!(rows.lines_read(), 4);
+
+    // The lines before an inline abort come first, then its error.
+    let mut rows = c.stream("find /c ''").await.expect("stream");
+    let mut got = Vec::new();
+    let error = loop {
+        match rows.next_lines().await {
+            Ok(Some(run)) => got.extend(run.lines().map(str::to_owned)),
+            Ok(None) => panic!("the abort was lost"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(got, ["c1", "c2"]);
+    assert!(matches!(error, ClientError::Server { code: 99, .. }), "{error:?}");
+
+    // An error status is an error, not a run holding it.
+    let mut rows = c.start("find /d ''").await.expect("start");
+    match rows.next_lines().await {
+        Err(ClientError::Server { code: 5, message }) => assert_eq!(message, "No such collection"),
+        other => panic!("expected error 5, got {other:?}"),
+    }
+    assert_eq!(c.pwd().await.expect("pwd"), "/");
+    join(server).await;
+}
+
+#[tokio::test]
 async fn stream_reads_only_as_the_caller_consumes() {
     const ROWS: usize = 32 * 1024;
     let (listener, config) = listener().await;

@@ -48,6 +48,10 @@ pub struct Config {
     pub max_line_bytes: usize,
     /// Most arguments one command line may carry.
     pub max_args: usize,
+    /// Reply bytes a TCP connection gathers before it writes them to the socket (a reply's end
+    /// is always written at once). Larger means fewer system calls per streamed row, and that
+    /// much memory per connection that is streaming.
+    pub tcp_write_buffer_bytes: usize,
     /// Most simultaneous TCP connections; a client past it is refused at once (an error line
     /// instead of the greeting, then close).
     pub max_connections: usize,
@@ -168,6 +172,7 @@ impl Default for Config {
             handshake_timeout_secs: 30,
             max_line_bytes: 1 << 20,
             max_args: 100_000,
+            tcp_write_buffer_bytes: 64 << 10,
             max_connections: 1024,
             max_upload_entries: 1_000_000,
             max_failed_logins_per_minute: 10,

@@ -25,6 +25,9 @@ use crate::error::{ClientError, Result};
 
 pub(super) type Conn = Framed<Io, ClientCodec>;
 
+/// Bytes the connection reads at most per `read` (tokio-util's default is 8 KiB).
+const READ_BUFFER: usize = 64 * 1024;
+
 /// The connection's byte stream: plain TCP or TLS over it.
 pub(super) enum Io {
     Plain(TcpStream),
@@ -89,7 +92,7 @@ pub(super) async fn open(config: &ClientConfig, resume: Option<u64>, want_escape
             .await
             .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
         stream.set_nodelay(true)?;
-        let mut framed = Framed::new(stream, ClientCodec::new(config.max_line));
+        let mut framed = Framed::with_capacity(stream, ClientCodec::new(config.max_line), READ_BUFFER);
         let mut lines = Vec::with_capacity(3);
         while lines.len() < 3 {
             match framed.next().await {

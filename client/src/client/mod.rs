@@ -28,7 +28,7 @@ use tokio::io::AsyncWriteExt;
 
 pub use config::{ClientConfig, DEFAULT_PORT, TlsClientConfig};
 pub use dump::Restored;
-pub use reply::RowStream;
+pub use reply::{LineRun, RowStream};
 
 use crate::error::{ClientError, Result};
 use handshake::{Conn, Opened, open};

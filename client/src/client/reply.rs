@@ -15,7 +15,40 @@ use crate::error::{ClientError, Result};
 enum Event {
     StatusOk,
     Line(String),
+    Lines(LineRun),
     End,
+}
+
+/// Data lines of a reply that arrived together ([`RowStream::next_lines`]): one allocation and
+/// one decoder step for all of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineRun {
+    /// The lines as sent (escaped under `escape`), each ended by `\n`.
+    text: String,
+    count: usize,
+}
+
+impl LineRun {
+    /// The lines as sent, each followed by its `\n` (ready to be written out as they are).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// How many lines the run holds.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The lines one by one, without their `\n`.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.text.split_terminator('\n')
+    }
+}
+
+/// A run that `next_line` is handing out one line at a time.
+struct Held {
+    run: LineRun,
+    at: usize,
 }
 
 /// The reply of one command, read from the socket only as the caller asks for lines (TCP gives
@@ -29,11 +62,13 @@ pub struct RowStream<'a> {
     /// The error to report once the end marker has been read.
     failure: Option<ClientError>,
     lines: u64,
+    /// Lines received, not yet returned by `next_line`.
+    held: Option<Held>,
 }
 
 impl<'a> RowStream<'a> {
     pub(super) fn new(client: &'a mut Client) -> Self {
-        Self { client, status_read: false, finished: false, cancel_sent: false, failure: None, lines: 0 }
+        Self { client, status_read: false, finished: false, cancel_sent: false, failure: None, lines: 0, held: None }
     }
 
     /// Data lines returned so far.
@@ -77,6 +112,9 @@ impl<'a> RowStream<'a> {
                     None => Ok(Event::End),
                 });
             }
+            // Data lines (never the status line: a run does not tell it from data) come in runs
+            // of what arrived together: one decoder step and one allocation per read.
+            self.client.framed.codec_mut().gather_lines(self.status_read);
             let frame = match ready!(self.client.framed.poll_next_unpin(cx)) {
                 Some(Ok(frame)) => frame,
                 Some(Err(e)) => return Poll::Ready(Err(self.lost(e.into()))),
@@ -116,8 +154,17 @@ impl<'a> RowStream<'a> {
                 }
                 ReplyFrame::Line(line) => {
                     if self.failure.is_none() && !self.cancel_sent {
-                        self.lines += 1;
                         return Poll::Ready(Ok(Event::Line(line)));
+                    }
+                }
+                ReplyFrame::Lines { .. } if !self.status_read => {
+                    // The codec gathers only after the status line was read; a run first means
+                    // the reply and this stream are out of step.
+                    self.failure.get_or_insert(ClientError::Protocol("data lines before the status line".into()));
+                }
+                ReplyFrame::Lines { text, count } => {
+                    if self.failure.is_none() && !self.cancel_sent {
+                        return Poll::Ready(Ok(Event::Lines(LineRun { text, count })));
                     }
                 }
             }
@@ -127,13 +174,58 @@ impl<'a> RowStream<'a> {
     /// Polls for the next data line; `Ok(None)` at the end of a successful reply.
     pub fn poll_line(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<String>>> {
         loop {
+            if let Some(held) = &mut self.held {
+                let rest = &held.run.text[held.at..];
+                let len = rest.find('\n').unwrap_or(rest.len());
+                let line = rest[..len].to_owned();
+                held.at += len + 1;
+                if held.at >= held.run.text.len() {
+                    self.held = None;
+                }
+                self.lines += 1;
+                return Poll::Ready(Ok(Some(line)));
+            }
             match ready!(self.poll_event(cx)) {
                 Ok(Event::StatusOk) => {}
-                Ok(Event::Line(line)) => return Poll::Ready(Ok(Some(line))),
+                Ok(Event::Line(line)) => {
+                    self.lines += 1;
+                    return Poll::Ready(Ok(Some(line)));
+                }
+                Ok(Event::Lines(run)) => self.held = Some(Held { run, at: 0 }),
                 Ok(Event::End) => return Poll::Ready(Ok(None)),
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
+    }
+
+    /// Polls for the data lines that have arrived, at least one; `Ok(None)` at the end of a
+    /// successful reply. For callers that handle many lines at once (the CLI's stream output).
+    pub fn poll_lines(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<LineRun>>> {
+        let run = match self.held.take() {
+            Some(Held { run, at: 0 }) => run,
+            Some(Held { run, at }) => {
+                let text = run.text[at..].to_owned();
+                let count = text.matches('\n').count();
+                LineRun { text, count }
+            }
+            None => loop {
+                match ready!(self.poll_event(cx)) {
+                    Ok(Event::StatusOk) => {}
+                    Ok(Event::Line(line)) => break LineRun { text: line + "\n", count: 1 },
+                    Ok(Event::Lines(run)) => break run,
+                    Ok(Event::End) => return Poll::Ready(Ok(None)),
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+            },
+        };
+        self.lines += run.count as u64;
+        Poll::Ready(Ok(Some(run)))
+    }
+
+    /// The data lines that have arrived (at least one) as one run; `Ok(None)` once the reply
+    /// is complete. The same lines as `next_line` would return, fewer steps.
+    pub async fn next_lines(&mut self) -> Result<Option<LineRun>> {
+        std::future::poll_fn(|cx| self.poll_lines(cx)).await
     }
 
     /// Waits for the status line; an error status is returned (after draining the reply).
@@ -207,7 +299,7 @@ impl<'a> RowStream<'a> {
         loop {
             match std::future::poll_fn(|cx| self.poll_event(cx)).await? {
                 Event::End => return Ok(()),
-                Event::StatusOk | Event::Line(_) => {}
+                Event::StatusOk | Event::Line(_) | Event::Lines(_) => {}
             }
         }
     }

@@ -128,6 +128,7 @@ async fn session<R, W>(
     // A client that stops reading its reply for the idle time is cut off (its slot frees).
     let wr = StallGuard::new(wr, Duration::from_secs(cfg.idle_timeout_secs.max(1)));
     let mut writer = FramedWrite::new(wr, ServerCodec::new(cfg.max_line_bytes));
+    writer.set_backpressure_boundary(cfg.tcp_write_buffer_bytes);
     let handshake = tokio::time::timeout_at(deadline, login(&mut reader, &mut writer, opening, &shared, peer)).await;
     let (state, pending_error) = match handshake {
         Ok(Ok(v)) => v,
