@@ -30,6 +30,10 @@ pub struct AttrDef {
     pub indexed: bool,
 }
 
+/// A collection's attributes in schema order, shared: the store's schema cache hands out the
+/// same list to every reader (a `get` looks them up on every call) instead of a copy of it.
+pub type Attributes = std::sync::Arc<[AttrDef]>;
+
 /// One column of a composite index: the entry name or an attribute (by id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexColumn {
@@ -362,7 +366,7 @@ pub trait StoreConn: Send + 'static {
     fn set_collection_perms(&mut self, id: i64, perms: u16) -> impl Future<Output = Result<()>> + Send;
     fn has_entries(&mut self, id: i64) -> impl Future<Output = Result<bool>> + Send;
 
-    fn attributes(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<AttrDef>>> + Send;
+    fn attributes(&mut self, collection_id: i64) -> impl Future<Output = Result<Attributes>> + Send;
     fn add_attribute(
         &mut self,
         collection_id: i64,

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::path;
 use crate::query::ast::{Aggregate, AttrRef, Condition, Expr, Func, Literal, OrderItem, UnOp};
-use crate::store::{AttrDef, CollectionInfo};
+use crate::store::{AttrDef, Attributes, CollectionInfo};
 use crate::types::{AttrType, Value, ValueType};
 
 /// A column of an entry table.
@@ -33,7 +33,7 @@ pub enum Term {
 #[derive(Debug, Clone)]
 pub struct TableSchema {
     pub info: CollectionInfo,
-    pub attrs: Vec<AttrDef>,
+    pub attrs: Attributes,
 }
 
 impl TableSchema {

@@ -182,7 +182,7 @@ fn own_attr(attrs: &[crate::store::AttrDef], dir: &str, name: &str) -> Result<i6
 fn compile_check(
     cwd: &str,
     c: &crate::store::CollectionInfo,
-    attrs: Vec<crate::store::AttrDef>,
+    attrs: crate::store::Attributes,
     condition: &str,
 ) -> Result<(query::ast::Expr<Term>, Vec<i64>)> {
     let cond = query::parse_condition(condition).map_err(|e| Error::IllegalQuery(e.to_string()))?;

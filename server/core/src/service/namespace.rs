@@ -66,7 +66,7 @@ impl<S: Store> Catalogue<S> {
             let attrs: Vec<(String, AttrType, bool)> = if plain {
                 Vec::new()
             } else {
-                conn.attributes(parent.id).await?.into_iter().map(|a| (a.name, a.attr_type, a.indexed)).collect()
+                conn.attributes(parent.id).await?.iter().map(|a| (a.name.clone(), a.attr_type, a.indexed)).collect()
             };
             let group = who.groups.first().cloned().unwrap_or_else(|| who.user.clone());
             conn.create_collection(parent.id, &abs, &who.user, &group, mode, &attrs).await
@@ -351,7 +351,7 @@ impl<S: Store> Catalogue<S> {
                 }
             };
             Self::check(conn, &who, &c, READ).await?;
-            conn.attributes(c.id).await
+            Ok(conn.attributes(c.id).await?.to_vec())
         })
         .await
     }

@@ -524,7 +524,7 @@ fn plan_select(scope: &SqlScope, who: &Principal, sel: Select) -> Result<(Select
                     let dir = &schema.info.path;
                     columns.push(Expr::Ref(Term::Column { table: t, column: Column::File, vtype: ValueType::Text }));
                     headers.push(format!("{dir}:FILE"));
-                    for a in &schema.attrs {
+                    for a in schema.attrs.iter() {
                         columns.push(Expr::Ref(Term::Column {
                             table: t,
                             column: Column::Attr(a.id),

@@ -38,13 +38,13 @@ impl SqlConn {
         rows.first().and_then(|r| r.first()).map(int_of).ok_or_else(|| Error::Internal("no attribute id".into()))
     }
 
-    pub(super) async fn attributes(&mut self, collection_id: i64) -> Result<Vec<AttrDef>> {
+    pub(super) async fn attributes(&mut self, collection_id: i64) -> Result<Attributes> {
         let cacheable = self.cacheable();
         if cacheable && let Some(hit) = SchemaCache::fresh(self.cache().attrs.get(&collection_id)) {
             return Ok(hit);
         }
         let generation = self.cache_generation();
-        let attrs = self.load_attributes(collection_id).await?;
+        let attrs: Attributes = self.load_attributes(collection_id).await?.into();
         if cacheable {
             self.cache_fill(generation, |c| _ = c.attrs.insert(collection_id, (attrs.clone(), Instant::now())));
         }

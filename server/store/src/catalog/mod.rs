@@ -29,9 +29,9 @@ use ardacat_core::perm::AclEntry;
 use ardacat_core::query::Term;
 use ardacat_core::query::ast::Expr;
 use ardacat_core::store::{
-    AttrDef, CollectionInfo, ConstraintDef, ConstraintRule, DeletePlan, EntryMeta, EntryMetaChange, IndexColumn,
-    IndexDef, NewEntry, RemoteChanges, RowSender, SavedTcpSession, SelectPlan, SiteRecord, Store, StoreConn,
-    UpdatePlan, UserRecord,
+    AttrDef, Attributes, CollectionInfo, ConstraintDef, ConstraintRule, DeletePlan, EntryMeta, EntryMetaChange,
+    IndexColumn, IndexDef, NewEntry, RemoteChanges, RowSender, SavedTcpSession, SelectPlan, SiteRecord, Store,
+    StoreConn, UpdatePlan, UserRecord,
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
 use chrono::Utc;
@@ -88,7 +88,7 @@ const SCHEMA_CACHE_PATHS: usize = 50_000;
 #[derive(Default)]
 struct SchemaCache {
     by_path: HashMap<String, (Option<CollectionInfo>, Instant)>,
-    attrs: HashMap<i64, (Vec<AttrDef>, Instant)>,
+    attrs: HashMap<i64, (Attributes, Instant)>,
     acls: HashMap<i64, (Vec<AclEntry>, Instant)>,
     /// Whether a collection has any child collection, and since when: a path below one that has
     /// none is not a collection, which answers the lookup of an entry path (`getattr /dir/entry`
@@ -416,7 +416,7 @@ impl StoreConn for SqlConn {
         SqlConn::has_entries(self, id).await
     }
 
-    async fn attributes(&mut self, collection_id: i64) -> Result<Vec<AttrDef>> {
+    async fn attributes(&mut self, collection_id: i64) -> Result<Attributes> {
         SqlConn::attributes(self, collection_id).await
     }
 

@@ -162,7 +162,7 @@ impl<S: Store> Catalogue<S> {
         let p = c.path.as_str();
         w.rec(&["C", p, &c.owner, &c.group, &mode_text(c.perms)]).await?;
         let attrs = conn.attributes(c.id).await?;
-        for a in &attrs {
+        for a in attrs.iter() {
             w.rec(&["A", p, &a.name, &a.attr_type.to_string(), if a.indexed { "1" } else { "0" }]).await?;
         }
         let mut indexes = conn.indexes(c.id).await?;

@@ -16,7 +16,7 @@ use crate::perm::{AclEntry, Mode};
 use crate::service::Catalogue;
 use crate::service::NewConstraint;
 use crate::service::entries::{check_entry_name, insert_checked};
-use crate::store::{AttrDef, CollectionInfo, NewEntry, Store, StoreConn};
+use crate::store::{Attributes, CollectionInfo, NewEntry, Store, StoreConn};
 use crate::types::Value;
 
 /// Entries buffered before they go to the bulk insert.
@@ -36,7 +36,7 @@ pub struct Restore {
     /// Lines taken (for messages).
     lines: u64,
     /// The collection whose entries are arriving, its attributes, and entries not yet inserted.
-    current: Option<(CollectionInfo, Vec<AttrDef>)>,
+    current: Option<(CollectionInfo, Attributes)>,
     pending: Vec<NewEntry>,
     /// The restore opened the session's transaction (it did unless it was refused at start).
     owns_tx: bool,
