@@ -284,6 +284,76 @@ pub struct UserRecord {
 /// database's thread or cursor to the frontend at one wake-up per batch instead of per row.
 pub type RowSender = mpsc::Sender<Result<Vec<Vec<Value>>>>;
 
+/// Row batches a stream's consumer is done with, for a producer to decode its next rows into:
+/// a text value read into a spent row reuses that value's buffer. The SQLite stream decodes on
+/// its connection's thread and the frontend drops rows on a tokio thread; without this, every
+/// text value of every row was allocated on one thread and freed on another (mimalloc's
+/// cross-thread free and its collection were ~10 % of a 60-attribute stream's server CPU).
+/// Bounded: at most [`spent_rows::MAX_BATCHES`] batches are kept, texts longer than
+/// [`spent_rows::MAX_KEPT_TEXT`] bytes are not kept; anything else handed back is dropped.
+pub mod spent_rows {
+    use std::sync::Mutex;
+
+    use crate::types::Value;
+
+    /// Batches kept at most (a stream's channel holds four; one more is being read into).
+    pub const MAX_BATCHES: usize = 4;
+    /// A text value's buffer is kept only up to this capacity, so the pool stays small
+    /// (4 × 64 rows × 67 values × 256 bytes at the very most).
+    pub const MAX_KEPT_TEXT: usize = 256;
+
+    static SPENT: Mutex<Vec<Vec<Vec<Value>>>> = Mutex::new(Vec::new());
+
+    fn pool() -> std::sync::MutexGuard<'static, Vec<Vec<Vec<Value>>>> {
+        SPENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Hands a consumed batch back (its rows are overwritten by a later stream, never read).
+    pub fn give(mut batch: Vec<Vec<Value>>) {
+        if batch.is_empty() || pool().len() >= MAX_BATCHES {
+            return;
+        }
+        for row in &mut batch {
+            for v in row.iter_mut() {
+                if matches!(v, Value::Text(s) if s.capacity() > MAX_KEPT_TEXT) {
+                    *v = Value::Null;
+                }
+            }
+        }
+        let mut pool = pool();
+        if pool.len() < MAX_BATCHES {
+            pool.push(batch);
+        }
+    }
+
+    /// A spent batch whose rows may be decoded into, if one was handed back.
+    pub fn take() -> Option<Vec<Vec<Value>>> {
+        pool().pop()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn the_pool_is_bounded_and_keeps_no_long_text() {
+            let long = "x".repeat(MAX_KEPT_TEXT + 1);
+            for _ in 0..MAX_BATCHES + 3 {
+                give(vec![vec![Value::Text(long.clone()), Value::Text("kept".into()), Value::Int(1)]]);
+            }
+            give(Vec::new());
+            let mut taken = Vec::new();
+            while let Some(b) = take() {
+                taken.push(b);
+            }
+            assert_eq!(taken.len(), MAX_BATCHES);
+            for b in taken {
+                assert_eq!(b, vec![vec![Value::Null, Value::Text("kept".into()), Value::Int(1)]]);
+            }
+        }
+    }
+}
+
 /// A storage backend: a pool of connections.
 pub trait Store: Clone + Send + Sync + 'static {
     type Conn: StoreConn;

@@ -162,10 +162,12 @@ impl<S: Store> Catalogue<S> {
         let consumer = async move {
             let mut n = 0u64;
             while let Some(batch) = rx.recv().await {
-                for row in batch? {
-                    sink.wire_row(wire.row(row)).await?;
+                let batch = batch?;
+                for row in &batch {
+                    sink.wire_row(wire.row_ref(row)).await?;
                     n += 1;
                 }
+                crate::store::spent_rows::give(batch);
             }
             Ok::<u64, Error>(n)
         };

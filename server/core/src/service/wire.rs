@@ -2,6 +2,7 @@
 //! (the keys the store appends after the columns dropped, `PERMISSIONS` as `rwxr-x---`). Owns
 //! the text of values, not how a frontend frames or escapes it.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::perm::Mode;
@@ -23,7 +24,13 @@ impl WireRows {
     }
 
     pub(crate) fn row(&self, values: Vec<Value>) -> WireRow<'_> {
-        WireRow { values, perms: &self.perms }
+        WireRow { values: Cow::Owned(values), perms: &self.perms }
+    }
+
+    /// A row whose values stay with the caller (a stream hands its batches back to the store:
+    /// [`crate::store::spent_rows`]).
+    pub(crate) fn row_ref<'a>(&'a self, values: &'a [Value]) -> WireRow<'a> {
+        WireRow { values: Cow::Borrowed(values), perms: &self.perms }
     }
 }
 
@@ -34,7 +41,7 @@ fn mode(bits: i64) -> Mode {
 
 /// One row of a plan as the store returned it (the plan's columns, then its keys).
 pub struct WireRow<'a> {
-    values: Vec<Value>,
+    values: Cow<'a, [Value]>,
     perms: &'a [bool],
 }
 
@@ -67,16 +74,24 @@ pub struct WireScratch {
 }
 
 impl WireRow<'_> {
-    /// Owned wire text per column (`None`: NULL); stored text is moved, not copied.
+    /// Owned wire text per column (`None`: NULL); stored text of an owned row is moved, not
+    /// copied.
     pub fn into_texts(self) -> Vec<Option<String>> {
-        self.values
-            .into_iter()
-            .zip(self.perms)
-            .map(|(v, &is_perms)| match (v, is_perms) {
-                (Value::Int(bits), true) => Some(mode(bits).to_string()),
-                (v, _) => v.into_wire(),
-            })
-            .collect()
+        let text = |(v, &is_perms): (Value, &bool)| match (v, is_perms) {
+            (Value::Int(bits), true) => Some(mode(bits).to_string()),
+            (v, _) => v.into_wire(),
+        };
+        match self.values {
+            Cow::Owned(values) => values.into_iter().zip(self.perms).map(text).collect(),
+            Cow::Borrowed(values) => values
+                .iter()
+                .zip(self.perms)
+                .map(|(v, &is_perms)| match (v, is_perms) {
+                    (Value::Int(bits), true) => Some(mode(*bits).to_string()),
+                    (v, _) => v.to_wire(),
+                })
+                .collect(),
+        }
     }
 
     /// Wire text per column, borrowing stored text from the row and formatting everything
@@ -132,12 +147,15 @@ mod tests {
         ];
         let mut scratch = WireScratch::default();
         for _ in 0..2 {
-            let row = WireRow { values: values.clone(), perms: &perms };
+            let row = WireRow { values: Cow::Owned(values.clone()), perms: &perms };
             let borrowed: Vec<Option<String>> =
                 row.texts(&mut scratch).map(|t| t.as_str().map(str::to_owned)).collect();
+            // A row borrowed from a batch gives the same owned texts as an owned row.
+            let of_batch = WireRow { values: Cow::Borrowed(&values), perms: &perms }.into_texts();
+            assert_eq!(borrowed, of_batch);
             assert_eq!(borrowed, row.into_texts());
         }
-        let row = WireRow { values, perms: &perms };
+        let row = WireRow { values: Cow::Owned(values), perms: &perms };
         let kinds: Vec<WireText<'_>> = row.texts(&mut scratch).collect();
         assert_eq!(kinds[0], WireText::Text("e1"));
         assert_eq!(kinds[1], WireText::Null);

@@ -169,10 +169,16 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
     )?;
     let _guard = ProgressGuard(conn, deadline);
     let mut rows = st.raw_query();
+    // Rows of batches the consumer handed back, decoded into in place of new ones.
+    let mut spent: Vec<Vec<Value>> = Vec::new();
     loop {
         match rows.next() {
             Ok(Some(row)) => {
-                let values = decode_row(row, types)?;
+                if spent.is_empty() {
+                    spent = ardacat_core::store::spent_rows::take().unwrap_or_default();
+                }
+                let mut values = spent.pop().unwrap_or_default();
+                decode_row_into(row, types, &mut values)?;
                 let mut p = lock(pending);
                 if let Some(full) = p.batch.push(values)
                     && !p.send(tx, full)
@@ -196,6 +202,29 @@ pub(super) fn decode_row(row: &rusqlite::Row<'_>, types: &[ValueType]) -> Result
         values.push(decode_value(i, *t, v)?);
     }
     Ok(values)
+}
+
+/// [`decode_row`] into `out`, whose earlier values are overwritten (a text value into an
+/// earlier text value keeps its buffer).
+pub(super) fn decode_row_into(
+    row: &rusqlite::Row<'_>,
+    types: &[ValueType],
+    out: &mut Vec<Value>,
+) -> Result<(), StoreError> {
+    out.truncate(types.len());
+    out.reserve_exact(types.len() - out.len());
+    for (i, t) in types.iter().enumerate() {
+        let v = row.get_ref(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
+        match (out.get_mut(i), *t, v) {
+            (Some(Value::Text(old)), ValueType::Text, ValueRef::Text(b)) => {
+                old.clear();
+                old.push_str(std::str::from_utf8(b).map_err(|_| StoreError::decode(i, "text is not UTF-8"))?);
+            }
+            (Some(slot), t, v) => *slot = decode_value(i, t, v)?,
+            (None, t, v) => out.push(decode_value(i, t, v)?),
+        }
+    }
+    Ok(())
 }
 
 fn decode_value(i: usize, t: ValueType, v: ValueRef<'_>) -> Result<Value, StoreError> {
