@@ -357,6 +357,8 @@ impl Conn {
         let mut rows = q.fetch(c);
         let mut sent = 0u64;
         let mut batch = Batcher::new();
+        // Rows of batches the consumer handed back, decoded into in place of new ones.
+        let mut spent: Vec<Vec<Value>> = Vec::new();
         // Ok(true): all rows read; Ok(false): receiver gone. Err(_, true): the server reported
         // the error (nothing unread); Err(_, false): we stopped with rows unread.
         let outcome: Result<bool, (StoreError, bool)> = loop {
@@ -378,16 +380,22 @@ impl Conn {
                 }
             };
             match next {
-                Ok(Some(row)) => match decode_row(&row, types) {
-                    Ok(values) => {
-                        if let Some(full) = batch.push(values)
-                            && !send_batch(&tx, full, &mut sent).await
-                        {
-                            break Ok(false);
-                        }
+                Ok(Some(row)) => {
+                    if spent.is_empty() {
+                        spent = ardacat_core::store::spent_rows::take().unwrap_or_default();
                     }
-                    Err(e) => break Err((e, false)),
-                },
+                    let mut values = spent.pop().unwrap_or_default();
+                    match decode_row_into(&row, types, &mut values) {
+                        Ok(()) => {
+                            if let Some(full) = batch.push(values)
+                                && !send_batch(&tx, full, &mut sent).await
+                            {
+                                break Ok(false);
+                            }
+                        }
+                        Err(e) => break Err((e, false)),
+                    }
+                }
                 Ok(None) => break Ok(true),
                 Err(e) => break Err((e.into(), true)),
             }
@@ -512,6 +520,38 @@ pub(super) fn decode_row(row: &PgRow, types: &[ValueType]) -> Result<Vec<Value>,
     Ok(values)
 }
 
+/// PostgreSQL types read as text.
+fn is_text_type(name: &str) -> bool {
+    matches!(name, "TEXT" | "VARCHAR" | "CHAR" | "NAME" | "UNKNOWN")
+}
+
+/// [`decode_row`] into `out`, whose earlier values are overwritten (a text value into an
+/// earlier text value keeps its buffer: see `ardacat_core::store::spent_rows`).
+pub(super) fn decode_row_into(row: &PgRow, types: &[ValueType], out: &mut Vec<Value>) -> Result<(), StoreError> {
+    check_types(row.len(), types)?;
+    out.truncate(types.len());
+    out.reserve_exact(types.len() - out.len());
+    for (i, t) in types.iter().enumerate() {
+        if *t == ValueType::Text
+            && let Some(Value::Text(old)) = out.get_mut(i)
+        {
+            let raw = row.try_get_raw(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
+            if !raw.is_null() && is_text_type(&raw.type_info().name()) {
+                let text = <&str as Decode<'_, Postgres>>::decode(raw).map_err(|e| StoreError::decode(i, e.to_string()))?;
+                old.clear();
+                old.push_str(text);
+                continue;
+            }
+        }
+        let v = decode_value(row, i, *t)?;
+        match out.get_mut(i) {
+            Some(slot) => *slot = v,
+            None => out.push(v),
+        }
+    }
+    Ok(())
+}
+
 /// Decodes column `i` straight from its raw value (the column type was checked by name just
 /// before, so `try_get`'s second lookup and compatibility check are not needed).
 fn decode_value(row: &PgRow, i: usize, t: ValueType) -> Result<Value, StoreError> {
@@ -533,7 +573,7 @@ fn decode_value(row: &PgRow, i: usize, t: ValueType) -> Result<Value, StoreError
         (ValueType::Float, "INT8") => |r, i| Ok(Value::Float(dec::<i64>(r, i)? as f64)),
         (ValueType::Float, "INT4") => |r, i| Ok(Value::Float(dec::<i32>(r, i)?.into())),
         (ValueType::Float, "INT2") => |r, i| Ok(Value::Float(dec::<i16>(r, i)?.into())),
-        (ValueType::Text, "TEXT" | "VARCHAR" | "CHAR" | "NAME" | "UNKNOWN") => {
+        (ValueType::Text, name) if is_text_type(name) => {
             |r, i| Ok(Value::Text(dec::<String>(r, i)?))
         }
         (ValueType::Bool, "BOOL") => |r, i| Ok(Value::Bool(dec::<bool>(r, i)?)),
