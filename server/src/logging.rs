@@ -10,10 +10,10 @@
 //!
 //! Lines reach stderr through a shared buffer ([`LineQueue`]): a request thread formats its
 //! line into its own buffer and appends it under a lock (no system call); a writer thread
-//! writes what has gathered [`GATHER`] after the first line of a batch arrived, so under load
+//! writes what has gathered `GATHER` after the first line of a batch arrived, so under load
 //! many lines share one `write` instead of each request paying for its own. A line is out at
 //! most a few milliseconds after it was logged; the guard held by `main` writes out the rest
-//! when the process ends, and a flood larger than [`MAX_BUFFERED`] is written by the thread that
+//! when the process ends, and a flood larger than `MAX_BUFFERED` is written by the thread that
 //! finds the buffer full (so the buffer stays bounded and no line is dropped).
 
 use std::io::Write;

@@ -28,7 +28,7 @@ pub struct ClientConfig {
     /// newlines and control bytes, and NULL is distinct from the empty string.
     pub escape: bool,
     /// Ask for a session id (`session` option): the server then ends replies with
-    /// `EOT session<id> EOT` and [`Client::reconnect_resume`] can pick the session up again.
+    /// `EOT session<id> EOT` and [`Client::reconnect_resume`](crate::Client::reconnect_resume) can pick the session up again.
     pub session: bool,
     /// Longest reply line accepted, in bytes.
     pub max_line: usize,
@@ -38,7 +38,7 @@ pub struct ClientConfig {
     pub tls: Option<TlsClientConfig>,
     /// With `tls`: connect without TLS instead of failing when the server's greeting does not
     /// offer `ssl` (mdclient's `UseSSL = try`). Whoever can alter the greeting on the network can
-    /// force the fallback, so the password then travels in clear; [`Client::is_tls`] tells.
+    /// force the fallback, so the password then travels in clear; [`Client::is_tls`](crate::Client::is_tls) tells.
     pub tls_optional: bool,
 }
 

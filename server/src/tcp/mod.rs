@@ -97,7 +97,7 @@ pub fn refuse(stream: TcpStream, refusal: &[u8], lingering: &Arc<Semaphore>) {
     }
 }
 
-/// Half-close, then read and drop what the client sends until it closes or [`REFUSAL_LINGER`]
+/// Half-close, then read and drop what the client sends until it closes or `REFUSAL_LINGER`
 /// passes: closing a socket with unread input sends a reset, which can destroy the refusal
 /// before the client reads it.
 pub async fn linger<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut stream: S) {

@@ -6,7 +6,7 @@
 //! resolves a `Statement` into the same plans the query language compiles to, so user SQL never
 //! reaches a database.
 //!
-//! Tables are collection paths (`/jobs`), which are not SQL identifiers: [`scan`] replaces each
+//! Tables are collection paths (`/jobs`), which are not SQL identifiers: `scan` replaces each
 //! path (and each `/dir:attr` column) by an identifier of the same length before `sqlparser`
 //! sees the text, and remembers what stood there, so every position `sqlparser` reports still
 //! points at the user's text.

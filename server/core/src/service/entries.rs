@@ -379,7 +379,7 @@ impl<S: Store> Catalogue<S> {
         .await
     }
 
-    /// `rm <pattern> [condition]`: remove matching entries (see [`Target::matched`] for an
+    /// `rm <pattern> [condition]`: remove matching entries (see `Target::matched` for an
     /// empty match).
     pub async fn rm(&self, s: &mut Session<S>, pattern: &str, condition: Option<&str>) -> Result<u64> {
         let cwd = s.cwd.clone();

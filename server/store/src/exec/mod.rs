@@ -27,7 +27,7 @@
 //!   back.
 //! - **Streaming**: [`Conn::stream`] moves rows from the database cursor into a bounded channel
 //!   as they are read, in batches ([`RowBatch`]: up to [`ROW_BATCH`] rows, fewer when the next
-//!   row is not at hand at once — see [`Batcher`]), so the hand-over between the database and
+//!   row is not at hand at once — see `Batcher`), so the hand-over between the database and
 //!   the frontend costs one wake-up per batch, not per row; a slow consumer slows the query,
 //!   memory stays flat, and dropping the receiver stops the query promptly (see the backend
 //!   modules for what happens to the connection).

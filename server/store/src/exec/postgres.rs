@@ -537,7 +537,8 @@ pub(super) fn decode_row_into(row: &PgRow, types: &[ValueType], out: &mut Vec<Va
         {
             let raw = row.try_get_raw(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
             if !raw.is_null() && is_text_type(&raw.type_info().name()) {
-                let text = <&str as Decode<'_, Postgres>>::decode(raw).map_err(|e| StoreError::decode(i, e.to_string()))?;
+                let text =
+                    <&str as Decode<'_, Postgres>>::decode(raw).map_err(|e| StoreError::decode(i, e.to_string()))?;
                 old.clear();
                 old.push_str(text);
                 continue;
@@ -573,9 +574,7 @@ fn decode_value(row: &PgRow, i: usize, t: ValueType) -> Result<Value, StoreError
         (ValueType::Float, "INT8") => |r, i| Ok(Value::Float(dec::<i64>(r, i)? as f64)),
         (ValueType::Float, "INT4") => |r, i| Ok(Value::Float(dec::<i32>(r, i)?.into())),
         (ValueType::Float, "INT2") => |r, i| Ok(Value::Float(dec::<i16>(r, i)?.into())),
-        (ValueType::Text, name) if is_text_type(name) => {
-            |r, i| Ok(Value::Text(dec::<String>(r, i)?))
-        }
+        (ValueType::Text, name) if is_text_type(name) => |r, i| Ok(Value::Text(dec::<String>(r, i)?)),
         (ValueType::Bool, "BOOL") => |r, i| Ok(Value::Bool(dec::<bool>(r, i)?)),
         (ValueType::Timestamp, "TIMESTAMP") => |r, i| Ok(Value::Timestamp(dec::<chrono::NaiveDateTime>(r, i)?)),
         (ValueType::Timestamp, "TIMESTAMPTZ") => {

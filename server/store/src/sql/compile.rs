@@ -1,7 +1,7 @@
 //! Compiles resolved plans (`SelectPlan`, `UpdatePlan`, `DeletePlan`) into one SQL statement
 //! with bound parameters. Tables are `e<collection id> AS t<i>`, attributes `a<attribute id>`.
 //!
-//! A plan's [`EntryAccess`] becomes a predicate per joined table (see [`Builder::access`]), so
+//! A plan's [`EntryAccess`] becomes a predicate per joined table (see `Builder::access`), so
 //! entries the caller may not read (or write) are filtered by the database itself: they are
 //! never returned, counted, ordered by, updated or deleted.
 

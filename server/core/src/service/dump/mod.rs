@@ -1,4 +1,4 @@
-//! Dump of a subtree in the versioned line format of [`format`] (docs/dump-format.md), and its
+//! Dump of a subtree in the versioned line format of [`format`](mod@format) (docs/dump-format.md), and its
 //! restore ([`restore`]). The rules are here, once, for every way in (the TCP `dump` command,
 //! the CLI through it, the offline `copy`): what a caller may read (collections it can read,
 //! and in them the entries it can read; users, password hashes, subjects, groups and sites only
