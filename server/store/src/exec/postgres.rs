@@ -536,7 +536,7 @@ pub(super) fn decode_row_into(row: &PgRow, types: &[ValueType], out: &mut Vec<Va
             && let Some(Value::Text(old)) = out.get_mut(i)
         {
             let raw = row.try_get_raw(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
-            if !raw.is_null() && is_text_type(&raw.type_info().name()) {
+            if !raw.is_null() && is_text_type(raw.type_info().name()) {
                 let text =
                     <&str as Decode<'_, Postgres>>::decode(raw).map_err(|e| StoreError::decode(i, e.to_string()))?;
                 old.clear();
