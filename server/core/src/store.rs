@@ -320,6 +320,7 @@ pub mod spent_rows {
                 }
             }
         }
+        // Checked again: another consumer may have filled the pool while this one trimmed.
         let mut pool = pool();
         if pool.len() < MAX_BATCHES {
             pool.push(batch);

@@ -77,20 +77,20 @@ impl WireRow<'_> {
     /// Owned wire text per column (`None`: NULL); stored text of an owned row is moved, not
     /// copied.
     pub fn into_texts(self) -> Vec<Option<String>> {
-        let text = |(v, &is_perms): (Value, &bool)| match (v, is_perms) {
-            (Value::Int(bits), true) => Some(mode(bits).to_string()),
-            (v, _) => v.into_wire(),
+        let text = |v: &Value, is_perms: bool| match (v, is_perms) {
+            (Value::Int(bits), true) => Some(mode(*bits).to_string()),
+            (v, _) => v.to_wire(),
         };
         match self.values {
-            Cow::Owned(values) => values.into_iter().zip(self.perms).map(text).collect(),
-            Cow::Borrowed(values) => values
-                .iter()
+            Cow::Owned(values) => values
+                .into_iter()
                 .zip(self.perms)
-                .map(|(v, &is_perms)| match (v, is_perms) {
-                    (Value::Int(bits), true) => Some(mode(*bits).to_string()),
-                    (v, _) => v.to_wire(),
+                .map(|(v, &is_perms)| match v {
+                    Value::Text(s) => Some(s),
+                    v => text(&v, is_perms),
                 })
                 .collect(),
+            Cow::Borrowed(values) => values.iter().zip(self.perms).map(|(v, &is_perms)| text(v, is_perms)).collect(),
         }
     }
 

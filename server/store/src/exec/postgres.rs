@@ -511,12 +511,8 @@ async fn send_batch<E>(tx: &mpsc::Sender<Result<RowBatch, E>>, rows: RowBatch, s
 }
 
 pub(super) fn decode_row(row: &PgRow, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
-    check_types(row.len(), types)?;
-    // A plain loop into an exact-size Vec: collecting `Result`s grows the Vec by doubling.
-    let mut values = Vec::with_capacity(types.len());
-    for (i, t) in types.iter().enumerate() {
-        values.push(decode_value(row, i, *t)?);
-    }
+    let mut values = Vec::new();
+    decode_row_into(row, types, &mut values)?;
     Ok(values)
 }
 
@@ -530,6 +526,7 @@ fn is_text_type(name: &str) -> bool {
 pub(super) fn decode_row_into(row: &PgRow, types: &[ValueType], out: &mut Vec<Value>) -> Result<(), StoreError> {
     check_types(row.len(), types)?;
     out.truncate(types.len());
+    // Exact size: pushing into an empty Vec would grow it by doubling.
     out.reserve_exact(types.len() - out.len());
     for (i, t) in types.iter().enumerate() {
         if *t == ValueType::Text

@@ -194,13 +194,8 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
 }
 
 pub(super) fn decode_row(row: &rusqlite::Row<'_>, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
-    // A plain loop into an exact-size Vec: collecting `Result`s grows the Vec by doubling
-    // (five reallocations for 60 columns).
-    let mut values = Vec::with_capacity(types.len());
-    for (i, t) in types.iter().enumerate() {
-        let v = row.get_ref(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
-        values.push(decode_value(i, *t, v)?);
-    }
+    let mut values = Vec::new();
+    decode_row_into(row, types, &mut values)?;
     Ok(values)
 }
 
@@ -212,6 +207,8 @@ pub(super) fn decode_row_into(
     out: &mut Vec<Value>,
 ) -> Result<(), StoreError> {
     out.truncate(types.len());
+    // Exact size: pushing into an empty Vec would grow it by doubling (five reallocations
+    // for 60 columns).
     out.reserve_exact(types.len() - out.len());
     for (i, t) in types.iter().enumerate() {
         let v = row.get_ref(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
