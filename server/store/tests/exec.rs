@@ -877,6 +877,54 @@ async fn stream_cancel_before_first_row_postgres() {
     on_pg(small_opts(), |db, _| stream_cancel_before_first_row(db)).await;
 }
 
+/// Every PostgreSQL column type a value type may be read from, through the per-statement
+/// decoders; a column of a type that cannot hold the asked one reads its NULLs and fails on its
+/// first value, in a query and mid-stream.
+#[tokio::test]
+async fn decode_column_types_postgres() {
+    on_pg(small_opts(), |db, _| async move {
+        let mut c = db.acquire().await.unwrap();
+        use ValueType::*;
+        let q = "SELECT 7::int4, 8::int2, 1.5::float4, 9::int8, 10::int4, 11::int2, 'v'::varchar, 'c'::char, \
+                 'n'::name, true, '2026-12-03'::date, '2026-12-03 10:00:00+02'::timestamptz, NULL::bool";
+        let types = [Int, Int, Float, Float, Float, Float, Text, Text, Text, Bool, Timestamp, Timestamp, Int];
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 12, 3).unwrap();
+        let row = vec![
+            Value::Int(7),
+            Value::Int(8),
+            Value::Float(1.5),
+            Value::Float(9.0),
+            Value::Float(10.0),
+            Value::Float(11.0),
+            Value::Text("v".into()),
+            Value::Text("c".into()),
+            Value::Text("n".into()),
+            Value::Bool(true),
+            Value::Timestamp(day.and_hms_opt(0, 0, 0).unwrap()),
+            Value::Timestamp(day.and_hms_opt(8, 0, 0).unwrap()),
+            Value::Null,
+        ];
+        assert_eq!(c.query(q, &[], &types).await.unwrap(), vec![row]);
+
+        // Column 1 is a bool asked for as an int: NULL in rows 1..=99, true in row 100.
+        let mixed =
+            "SELECT x, CASE WHEN x < 100 THEN NULL ELSE true END FROM generate_series(1::int8, 300::int8) AS s(x)";
+        let e = c.query(mixed, &[], &[Int, Int]).await.unwrap_err();
+        assert!(matches!(e, StoreError::Decode { column: 1, .. }), "{e:?}");
+        let (tx, rx) = mpsc::channel::<RowResult>(16);
+        let consumer = collect_all(rx);
+        let e = c.stream(mixed, &[], &[Int, Int], tx).await.unwrap_err();
+        assert!(matches!(e, StoreError::Decode { column: 1, .. }), "{e:?}");
+        let items = consumer.await.unwrap();
+        let (last, batches) = items.split_last().unwrap();
+        assert_eq!(last, &Err(e));
+        let rows: Vec<Vec<Value>> = batches.iter().flat_map(|b| b.clone().unwrap()).collect();
+        assert_eq!(rows, (1..100).map(|x| vec![Value::Int(x), Value::Null]).collect::<Vec<_>>());
+        assert_eq!(c.query("SELECT 4", &[], &[Int]).await.unwrap(), vec![vec![Value::Int(4)]]);
+    })
+    .await;
+}
+
 /// Every message a stream sends, in order, once it ends.
 fn collect_all(mut rx: mpsc::Receiver<RowResult>) -> tokio::task::JoinHandle<Vec<RowResult>> {
     tokio::spawn(async move {

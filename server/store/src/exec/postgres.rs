@@ -41,8 +41,8 @@ use sqlx::postgres::types::Oid;
 use sqlx::postgres::{PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo, PgValueRef};
 use sqlx::query::Query;
 use sqlx::{
-    AssertSqlSafe, Decode, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr, Statement,
-    TypeInfo, ValueRef,
+    AssertSqlSafe, Column as _, Decode, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr,
+    Statement, TypeInfo, ValueRef,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -324,7 +324,16 @@ impl Conn {
         };
         self.dirty = false;
         self.failed |= r.is_err();
-        r?.iter().map(|row| decode_row(row, types)).collect()
+        let rows = r?;
+        let Some(first) = rows.first() else { return Ok(Vec::new()) };
+        let decoder = RowDecoder::new(first, types)?;
+        rows.iter()
+            .map(|row| {
+                let mut values = Vec::new();
+                decoder.decode_into(row, &mut values)?;
+                Ok(values)
+            })
+            .collect()
     }
 
     pub(crate) async fn stream<E: From<StoreError> + Send + 'static>(
@@ -359,6 +368,8 @@ impl Conn {
         let mut batch = Batcher::new();
         // Rows of batches the consumer handed back, decoded into in place of new ones.
         let mut spent: Vec<Vec<Value>> = Vec::new();
+        // Made from the first row.
+        let mut decoder: Option<RowDecoder> = None;
         // Ok(true): all rows read; Ok(false): receiver gone. Err(_, true): the server reported
         // the error (nothing unread); Err(_, false): we stopped with rows unread.
         let outcome: Result<bool, (StoreError, bool)> = loop {
@@ -385,7 +396,14 @@ impl Conn {
                         spent = ardacat_core::store::spent_rows::take().unwrap_or_default();
                     }
                     let mut values = spent.pop().unwrap_or_default();
-                    match decode_row_into(&row, types, &mut values) {
+                    let d = match &mut decoder {
+                        Some(d) => d,
+                        none => match RowDecoder::new(&row, types) {
+                            Ok(d) => none.insert(d),
+                            Err(e) => break Err((e, false)),
+                        },
+                    };
+                    match d.decode_into(&row, &mut values) {
                         Ok(()) => {
                             if let Some(full) = batch.push(values)
                                 && !send_batch(&tx, full, &mut sent).await
@@ -510,80 +528,125 @@ async fn send_batch<E>(tx: &mpsc::Sender<Result<RowBatch, E>>, rows: RowBatch, s
     delivered
 }
 
-pub(super) fn decode_row(row: &PgRow, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
-    let mut values = Vec::new();
-    decode_row_into(row, types, &mut values)?;
-    Ok(values)
-}
-
 /// PostgreSQL types read as text.
 fn is_text_type(name: &str) -> bool {
     matches!(name, "TEXT" | "VARCHAR" | "CHAR" | "NAME" | "UNKNOWN")
 }
 
-/// [`decode_row`] into `out`, whose earlier values are overwritten (a text value into an
-/// earlier text value keeps its buffer: see `ardacat_core::store::spent_rows`).
-pub(super) fn decode_row_into(row: &PgRow, types: &[ValueType], out: &mut Vec<Value>) -> Result<(), StoreError> {
-    check_types(row.len(), types)?;
-    out.truncate(types.len());
-    // Exact size: pushing into an empty Vec would grow it by doubling.
-    out.reserve_exact(types.len() - out.len());
-    for (i, t) in types.iter().enumerate() {
-        if *t == ValueType::Text
-            && let Some(Value::Text(old)) = out.get_mut(i)
-        {
-            let raw = row.try_get_raw(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
-            if !raw.is_null() && is_text_type(raw.type_info().name()) {
-                let text =
-                    <&str as Decode<'_, Postgres>>::decode(raw).map_err(|e| StoreError::decode(i, e.to_string()))?;
-                old.clear();
-                old.push_str(text);
-                continue;
-            }
-        }
-        let v = decode_value(row, i, *t)?;
-        match out.get_mut(i) {
-            Some(slot) => *slot = v,
-            None => out.push(v),
-        }
-    }
-    Ok(())
+/// How one column is read: chosen once per statement from the PostgreSQL column type and the
+/// value type the query asked for.
+#[derive(Debug, Clone)]
+enum ColumnDecoder {
+    Int8,
+    Int4,
+    Int2,
+    Float8,
+    Float4,
+    Int8AsFloat,
+    Int4AsFloat,
+    Int2AsFloat,
+    Text,
+    Bool,
+    Timestamp,
+    TimestampTz,
+    Date,
+    /// A column that cannot hold the asked type: NULLs read fine, any other value is an error
+    /// (a computed column may be NULL in every row).
+    Mismatch(String),
 }
 
-/// Decodes column `i` straight from its raw value (the column type was checked by name just
-/// before, so `try_get`'s second lookup and compatibility check are not needed).
-fn decode_value(row: &PgRow, i: usize, t: ValueType) -> Result<Value, StoreError> {
+/// The decoders of a statement's columns, made from the first row's column types (every row
+/// of a statement has the same ones), so a row is decoded without looking a type up by name per
+/// value.
+pub(super) struct RowDecoder {
+    columns: Vec<ColumnDecoder>,
+}
+
+impl RowDecoder {
+    pub(super) fn new(row: &PgRow, types: &[ValueType]) -> Result<RowDecoder, StoreError> {
+        check_types(row.len(), types)?;
+        let columns = row
+            .columns()
+            .iter()
+            .zip(types)
+            .map(|(column, t)| {
+                let name = column.type_info().name();
+                match (t, name) {
+                    (ValueType::Int, "INT8") => ColumnDecoder::Int8,
+                    (ValueType::Int, "INT4") => ColumnDecoder::Int4,
+                    (ValueType::Int, "INT2") => ColumnDecoder::Int2,
+                    (ValueType::Float, "FLOAT8") => ColumnDecoder::Float8,
+                    (ValueType::Float, "FLOAT4") => ColumnDecoder::Float4,
+                    (ValueType::Float, "INT8") => ColumnDecoder::Int8AsFloat,
+                    (ValueType::Float, "INT4") => ColumnDecoder::Int4AsFloat,
+                    (ValueType::Float, "INT2") => ColumnDecoder::Int2AsFloat,
+                    (ValueType::Text, name) if is_text_type(name) => ColumnDecoder::Text,
+                    (ValueType::Bool, "BOOL") => ColumnDecoder::Bool,
+                    (ValueType::Timestamp, "TIMESTAMP") => ColumnDecoder::Timestamp,
+                    (ValueType::Timestamp, "TIMESTAMPTZ") => ColumnDecoder::TimestampTz,
+                    (ValueType::Timestamp, "DATE") => ColumnDecoder::Date,
+                    (t, other) => {
+                        ColumnDecoder::Mismatch(format!("expected {}, found PostgreSQL {other}", type_name(*t)))
+                    }
+                }
+            })
+            .collect();
+        Ok(RowDecoder { columns })
+    }
+
+    /// Decodes `row` into `out`, whose earlier values are overwritten (a text value into an
+    /// earlier text value keeps its buffer: see `ardacat_core::store::spent_rows`).
+    pub(super) fn decode_into(&self, row: &PgRow, out: &mut Vec<Value>) -> Result<(), StoreError> {
+        if row.len() != self.columns.len() {
+            return Err(StoreError::decode(
+                row.len().min(self.columns.len()),
+                format!("a row of {} columns in a statement of {}", row.len(), self.columns.len()),
+            ));
+        }
+        out.truncate(self.columns.len());
+        // Exact size: growing an empty Vec by pushing would double its capacity.
+        out.reserve_exact(self.columns.len() - out.len());
+        out.resize(self.columns.len(), Value::Null);
+        for (i, (decoder, slot)) in self.columns.iter().zip(out.iter_mut()).enumerate() {
+            let raw = row.try_get_raw(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
+            if raw.is_null() {
+                *slot = Value::Null;
+                continue;
+            }
+            decode_value(decoder, raw, i, slot)?;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a non-NULL raw value into `slot` (text into the slot's old buffer when it has one).
+fn decode_value(decoder: &ColumnDecoder, raw: PgValueRef<'_>, i: usize, slot: &mut Value) -> Result<(), StoreError> {
     fn dec<'r, T: Decode<'r, Postgres>>(raw: PgValueRef<'r>, i: usize) -> Result<T, StoreError> {
         T::decode(raw).map_err(|e| StoreError::decode(i, e.to_string()))
     }
-    let raw = row.try_get_raw(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
-    if raw.is_null() {
-        return Ok(Value::Null);
-    }
-    type Decoder = for<'r> fn(PgValueRef<'r>, usize) -> Result<Value, StoreError>;
-    let info = raw.type_info();
-    let decode: Decoder = match (t, info.name()) {
-        (ValueType::Int, "INT8") => |r, i| Ok(Value::Int(dec::<i64>(r, i)?)),
-        (ValueType::Int, "INT4") => |r, i| Ok(Value::Int(dec::<i32>(r, i)?.into())),
-        (ValueType::Int, "INT2") => |r, i| Ok(Value::Int(dec::<i16>(r, i)?.into())),
-        (ValueType::Float, "FLOAT8") => |r, i| Ok(Value::Float(dec::<f64>(r, i)?)),
-        (ValueType::Float, "FLOAT4") => |r, i| Ok(Value::Float(dec::<f32>(r, i)?.into())),
-        (ValueType::Float, "INT8") => |r, i| Ok(Value::Float(dec::<i64>(r, i)? as f64)),
-        (ValueType::Float, "INT4") => |r, i| Ok(Value::Float(dec::<i32>(r, i)?.into())),
-        (ValueType::Float, "INT2") => |r, i| Ok(Value::Float(dec::<i16>(r, i)?.into())),
-        (ValueType::Text, name) if is_text_type(name) => |r, i| Ok(Value::Text(dec::<String>(r, i)?)),
-        (ValueType::Bool, "BOOL") => |r, i| Ok(Value::Bool(dec::<bool>(r, i)?)),
-        (ValueType::Timestamp, "TIMESTAMP") => |r, i| Ok(Value::Timestamp(dec::<chrono::NaiveDateTime>(r, i)?)),
-        (ValueType::Timestamp, "TIMESTAMPTZ") => {
-            |r, i| Ok(Value::Timestamp(dec::<chrono::DateTime<chrono::Utc>>(r, i)?.naive_utc()))
+    *slot = match decoder {
+        ColumnDecoder::Text => {
+            let text = dec::<&str>(raw, i)?;
+            if let Value::Text(old) = slot {
+                old.clear();
+                old.push_str(text);
+                return Ok(());
+            }
+            Value::Text(text.to_owned())
         }
-        (ValueType::Timestamp, "DATE") => {
-            |r, i| Ok(Value::Timestamp(dec::<chrono::NaiveDate>(r, i)?.and_time(chrono::NaiveTime::MIN)))
-        }
-        (t, other) => {
-            return Err(StoreError::decode(i, format!("expected {}, found PostgreSQL {other}", type_name(t))));
-        }
+        ColumnDecoder::Int8 => Value::Int(dec::<i64>(raw, i)?),
+        ColumnDecoder::Int4 => Value::Int(dec::<i32>(raw, i)?.into()),
+        ColumnDecoder::Int2 => Value::Int(dec::<i16>(raw, i)?.into()),
+        ColumnDecoder::Float8 => Value::Float(dec::<f64>(raw, i)?),
+        ColumnDecoder::Float4 => Value::Float(dec::<f32>(raw, i)?.into()),
+        ColumnDecoder::Int8AsFloat => Value::Float(dec::<i64>(raw, i)? as f64),
+        ColumnDecoder::Int4AsFloat => Value::Float(dec::<i32>(raw, i)?.into()),
+        ColumnDecoder::Int2AsFloat => Value::Float(dec::<i16>(raw, i)?.into()),
+        ColumnDecoder::Bool => Value::Bool(dec::<bool>(raw, i)?),
+        ColumnDecoder::Timestamp => Value::Timestamp(dec::<chrono::NaiveDateTime>(raw, i)?),
+        ColumnDecoder::TimestampTz => Value::Timestamp(dec::<chrono::DateTime<chrono::Utc>>(raw, i)?.naive_utc()),
+        ColumnDecoder::Date => Value::Timestamp(dec::<chrono::NaiveDate>(raw, i)?.and_time(chrono::NaiveTime::MIN)),
+        ColumnDecoder::Mismatch(message) => return Err(StoreError::decode(i, message.clone())),
     };
-    drop(info);
-    decode(raw, i)
+    Ok(())
 }
