@@ -206,9 +206,9 @@ impl SelectPlan {
     }
 
     /// The full sort key of every row: user order, then (for DISTINCT) the output columns, else
-    /// (for groups) the grouping columns, else every joined table's entry id. Rows are streamed
-    /// with these keys appended after the columns, so a cursor position is just the last row's
-    /// key. A group's key is unique because its grouping columns are; an aggregate without
+    /// (for groups) the grouping columns, else every joined table's entry id (unless the table's
+    /// entry name is among the user's keys). Rows are streamed with these keys appended after the
+    /// columns, so a cursor position is just the last row's key. A group's key is unique because its grouping columns are; an aggregate without
     /// `GROUP BY` is one row, whose key may be empty.
     pub fn order_keys(&self) -> Vec<ast::OrderItem<Term>> {
         let mut keys = self.order_by.clone();
@@ -217,7 +217,15 @@ impl SelectPlan {
         } else if self.is_grouped() {
             keys.extend(self.group_by.iter().map(|c| ast::OrderItem { expr: c.clone(), descending: false }));
         } else {
-            keys.extend((0..self.tables.len()).map(|t| ast::OrderItem {
+            // A table whose entry name is already a key needs no id: names are unique in a
+            // table. Without the redundant id PostgreSQL can read the name's index in order
+            // instead of sorting (or incrementally sorting) the whole result.
+            let named = |t: usize| {
+                self.order_by.iter().any(|o| {
+                    matches!(o.expr, ast::Expr::Ref(Term::Column { table, column: crate::query::Column::File, .. }) if table == t)
+                })
+            };
+            keys.extend((0..self.tables.len()).filter(|t| !named(*t)).map(|t| ast::OrderItem {
                 expr: ast::Expr::Ref(Term::Column {
                     table: t,
                     column: crate::query::Column::Id,

@@ -66,6 +66,32 @@ fn keyset_continuation() {
     assert!(c.sql.contains("((1 = 0) OR (t1.a3 IS NULL AND t0.id > ?4)"), "{}", c.sql);
 }
 
+/// A table ordered by its entry name needs no id tie-break (names are unique in a table), so
+/// the name's index can give the order; the other table of the join keeps its id.
+#[test]
+fn entry_name_key_needs_no_id() {
+    let mut p = plan();
+    p.filter = None;
+    p.name_patterns.clear();
+    p.limit = None;
+    p.order_by = vec![OrderItem { expr: col(0, Column::File, ValueType::Text), descending: false }];
+    let c = compile_select(Dialect::Postgres, &p);
+    assert_eq!(c.sql, "SELECT t0.file, t1.a3, t0.file, t1.id FROM e5 AS t0, e7 AS t1 ORDER BY 3 ASC, 4 ASC");
+    assert_eq!(p.key_types(), vec![ValueType::Text, ValueType::Int]);
+    p.tables.truncate(1);
+    p.columns.truncate(1);
+    p.column_types.truncate(1);
+    p.after = Some(vec![Value::Text("e9".into())]);
+    let c = compile_select(Dialect::Sqlite, &p);
+    assert_eq!(c.sql, "SELECT t0.file, t0.file FROM e5 AS t0 WHERE ((t0.file > ?1)) ORDER BY 2 ASC");
+    // Ordered by another table's name: table 0 keeps its id.
+    p.tables = vec![5, 7];
+    p.order_by = vec![OrderItem { expr: col(1, Column::File, ValueType::Text), descending: true }];
+    assert_eq!(p.key_types(), vec![ValueType::Text, ValueType::Int]);
+    let c = compile_select(Dialect::Sqlite, &p);
+    assert!(c.sql.ends_with("ORDER BY 2 DESC, 3 ASC"), "{}", c.sql);
+}
+
 #[test]
 fn update_with_join_uses_exists() {
     let attr = AttrDef { id: 4, name: "sssin".into(), attr_type: AttrType::Float, indexed: false };
