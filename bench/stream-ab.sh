@@ -7,6 +7,8 @@
 # through each DIR in turn; prints rows/s, the server's CPU seconds during the stream, the client's
 # user/sys seconds and the md5 of the output (byte-identical across DIRs).
 # One database, one server per binary dir on it; client runs alternate A/B/.. each round.
+# ANALYZE=1 (pg): `VACUUM ANALYZE` the loaded table before the rounds — the statistics autovacuum
+# gathers within about a minute of a bulk load; without it the rounds run on a table never analyzed.
 set -e
 backend=$1; n=$2; rounds=$3; shift 3; dirs=("$@")
 work=$(mktemp -d); base=$((20000 + RANDOM % 20000))
@@ -27,8 +29,9 @@ start ${dirs[0]} 0
 ${dirs[0]}/ardacat bench --host 127.0.0.1 --port $base --login root --password pw --setup --entries $n --scenario ping --duration 1 >/dev/null 2>&1
 for i in $(seq 1 $((${#dirs[@]}-1))); do start ${dirs[$i]} $i; done
 if [ $backend = pg ]; then cid=$(psql -At -h 127.0.0.1 -U postgres -d $db -c "select id from collections where path='/bench'")
+  [ "${ANALYZE:-0}" = 1 ] && psql -q -h 127.0.0.1 -U postgres -d $db -c "vacuum analyze e$cid"
 else cid=$(sqlite3 $work/cat.db "select id from collections where path='/bench'"); fi
-echo "date $(date -u '+%F %T') UTC; load $(cut -d' ' -f1-3 /proc/loadavg); backend $backend; entries $n"
+echo "date $(date -u '+%F %T') UTC; load $(cut -d' ' -f1-3 /proc/loadavg); backend $backend; entries $n; analyzed ${ANALYZE:-0}"
 for r in $(seq $rounds); do
   s=$(date +%s.%N)
   if [ $backend = pg ]; then psql -h 127.0.0.1 -U postgres -d $db -c "COPY e$cid TO STDOUT" >/dev/null

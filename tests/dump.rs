@@ -133,6 +133,11 @@ async fn compressed_dumps_and_into(backend: Backend) {
     }
     // The entries are there with their values, owners and modes.
     assert_eq!(ok(&mut c, "getattr /copies/zst/e2 i").await, ["e2", "-9223372036854775808"]);
+    // Every restored table has its planner statistics (the restore gathered them).
+    if backend == Backend::Postgres {
+        let stats = common::pg_planner_statistics(&srv.db, "/copies").await;
+        assert!(!stats.is_empty() && stats.iter().all(|(_, s)| *s), "{stats:?}");
+    }
 }
 
 /// A non-root caller dumps what it may read: no users, hashes, groups or sites, no collection

@@ -456,6 +456,34 @@ async fn scenario_8_3(b: Backend) {
     ok(&mut c, "dir /", &[]).await;
 }
 
+/// An upload that commits on its own leaves PostgreSQL's planner statistics of the table behind
+/// (ten entries: below autovacuum's threshold, so only the server can have gathered them); a
+/// single `addentry` and an upload inside a user transaction leave that to autovacuum.
+#[tokio::test]
+async fn an_upload_gathers_the_first_planner_statistics_postgres() {
+    let srv = TestServer::start(Backend::Postgres).await;
+    let mut c = srv.raw().await;
+    for dir in ["/st", "/one", "/tx"] {
+        ok(&mut c, &format!("createdir {dir}"), &[]).await;
+        ok(&mut c, &format!("addattr {dir} n int"), &[]).await;
+    }
+    let mut buf = b"upload /st n\n".to_vec();
+    for i in 0..10 {
+        writeln!(buf, "put s{i} {i}").expect("buffer");
+    }
+    c.send(&buf).await;
+    exact(&mut c, "commit", &ok_reply(&[])).await;
+    ok(&mut c, "addentry /one/x n 1", &[]).await;
+    ok(&mut c, "transaction", &[]).await;
+    c.send(b"upload /tx n\nput t1 1\n").await;
+    exact(&mut c, "commit", &ok_reply(&[])).await;
+    ok(&mut c, "commit", &[]).await;
+    for (dir, gathered) in [("/one", false), ("/st", true), ("/tx", false)] {
+        assert_eq!(common::pg_planner_statistics(&srv.db, dir).await, [(dir.to_string(), gathered)]);
+    }
+    ok(&mut c, "selectattr /st:n '/st:n > 7'", &["8", "9"]).await;
+}
+
 /// upload/put/commit/abort: no replies to upload and put, commit's status is the very next
 /// thing on the wire, bad puts store nothing, 10k entries in one upload.
 async fn upload(b: Backend) {

@@ -591,3 +591,19 @@ impl Drop for RssMonitor {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// PostgreSQL: for each collection at or under `dir` with an entry table, whether the planner has
+/// statistics of that table (`pg_class.reltuples` is -1 until the first `ANALYZE` or `VACUUM`).
+pub async fn pg_planner_statistics(db: &TestDb, dir: &str) -> Vec<(String, bool)> {
+    assert_eq!(db.backend, Backend::Postgres, "planner statistics are PostgreSQL's");
+    let mut conn =
+        <sqlx::PgConnection as sqlx::Connection>::connect(&db.url).await.expect("connect to the test database");
+    sqlx::query_as::<_, (String, bool)>(
+        "SELECT k.path, c.reltuples >= 0 FROM collections k JOIN pg_class c ON c.oid = to_regclass('e' || k.id) \
+         WHERE k.has_table AND (k.path = $1 OR k.path LIKE $1 || '/%') ORDER BY k.path",
+    )
+    .bind(dir)
+    .fetch_all(&mut conn)
+    .await
+    .expect("read pg_class")
+}

@@ -501,6 +501,9 @@ pub trait StoreConn: Send + 'static {
         attrs: &[AttrDef],
         entries: Vec<NewEntry>,
     ) -> impl Future<Output = Result<u64>> + Send;
+    /// After a bulk load has committed: gathers the database planner's statistics of the
+    /// collection's entries if it has none yet (true when it did; never inside a transaction).
+    fn settle_statistics(&mut self, collection_id: i64) -> impl Future<Output = Result<bool>> + Send;
     fn update_entries(&mut self, plan: &UpdatePlan) -> impl Future<Output = Result<u64>> + Send;
     /// Deletes entries and, in the same statement sequence, the ACL rows of deleted entries.
     fn delete_entries(&mut self, plan: &DeletePlan) -> impl Future<Output = Result<u64>> + Send;

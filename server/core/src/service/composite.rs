@@ -277,7 +277,17 @@ impl<S: Store> Catalogue<S> {
             None => self.insert(s, &load.dir, &load.attrs, load.rows).await.map(|_| ()),
         };
         match (result, load.owns_tx) {
-            (Ok(()), true) => self.commit(s).await,
+            (Ok(()), true) => {
+                // The collection as the load saw it (its transaction is still open). Only the
+                // statistics below need it: a failure here is the commit's to report, if any.
+                let loaded = match path::absolute(&s.cwd, &load.dir) {
+                    Ok(abs) => self.read(s, async |c| c.collection(&abs).await).await.ok().flatten(),
+                    Err(_) => None,
+                };
+                self.commit(s).await?;
+                self.settle_statistics(loaded.as_ref().map(|c| c.id).as_slice()).await;
+                Ok(())
+            }
             (Ok(()), false) => Ok(()),
             (Err(e), true) => {
                 if s.in_transaction() {

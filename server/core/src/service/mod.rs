@@ -270,6 +270,28 @@ impl<S: Store> Catalogue<S> {
         }
     }
 
+    /// After a bulk load (upload, restore) committed into these collections: the database's
+    /// first planner statistics of them, so queries right after a load get the plans they will
+    /// get later ([`StoreConn::settle_statistics`]). The load is kept whatever happens here: a
+    /// failure is logged, not reported.
+    pub(crate) async fn settle_statistics(&self, collection_ids: &[i64]) {
+        if collection_ids.is_empty() || self.refuse_on_standby().is_err() {
+            return;
+        }
+        let settle = async {
+            let mut conn = self.inner.store.acquire().await?;
+            for &id in collection_ids {
+                if conn.settle_statistics(id).await? {
+                    tracing::debug!(collection = id, "gathered the first planner statistics after a bulk load");
+                }
+            }
+            Ok::<_, Error>(())
+        };
+        if let Err(e) = settle.await {
+            tracing::warn!("planner statistics after a bulk load: {e}");
+        }
+    }
+
     // ---- the unit of work: the one place where commands meet transactions ----
 
     /// Runs one command that changes the catalogue as **one atomic unit**: its own transaction,

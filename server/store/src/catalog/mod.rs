@@ -477,6 +477,10 @@ impl StoreConn for SqlConn {
         SqlConn::insert_entries(self, collection_id, attrs, entries).await
     }
 
+    async fn settle_statistics(&mut self, collection_id: i64) -> Result<bool> {
+        SqlConn::settle_statistics(self, collection_id).await
+    }
+
     async fn update_entries(&mut self, plan: &UpdatePlan) -> Result<u64> {
         SqlConn::update_entries(self, plan).await
     }

@@ -1,5 +1,5 @@
 //! The lifecycle of a collection's entry table: whether it exists, its row lock, its one-time
-//! creation. Must not read or write entry rows; SQL text comes from `sql::tables` (and the
+//! creation, the planner's first statistics of it. Must not read or write entry rows; SQL text comes from `sql::tables` (and the
 //! table's DDL from `Dialect::create_entry_table`).
 
 use super::*;
@@ -18,6 +18,24 @@ impl SqlConn {
             self.cache().tables.insert(id);
         }
         Ok(exists)
+    }
+
+    /// Gathers the planner's statistics of the collection's entry table if the database has
+    /// none yet (PostgreSQL, a table never analyzed); true when it did. Until autovacuum first
+    /// gets to a freshly loaded table (up to `autovacuum_naptime`, a minute by default) the
+    /// planner assumes a small table and picks, for example, a full sort over reading the entry
+    /// names' index in order. Runs outside any unit: it writes no catalogue data.
+    pub(super) async fn settle_statistics(&mut self, id: i64) -> Result<bool> {
+        let Some(q) = table_sql::select_lacks_statistics(self.dialect, id) else { return Ok(false) };
+        if self.conn.in_transaction() || !self.has_table(id).await? {
+            return Ok(false);
+        }
+        let rows = self.rows_compiled(&q).await?;
+        if !matches!(rows.first().and_then(|r| r.first()), Some(Value::Bool(true))) {
+            return Ok(false);
+        }
+        self.batch(&table_sql::analyze_entry_table(id)).await?;
+        Ok(true)
     }
 
     pub(super) async fn tables_exist(&mut self, ids: &[i64]) -> Result<bool> {

@@ -38,6 +38,8 @@ pub struct Restore {
     /// The collection whose entries are arriving, its attributes, and entries not yet inserted.
     current: Option<(CollectionInfo, Attributes)>,
     pending: Vec<NewEntry>,
+    /// Collections that received entries (their planner statistics are gathered after commit).
+    loaded: Vec<i64>,
     /// The restore opened the session's transaction (it did unless it was refused at start).
     owns_tx: bool,
 }
@@ -138,6 +140,7 @@ impl<S: Store> Catalogue<S> {
             done: false,
             lines: 0,
             current: None,
+            loaded: Vec::new(),
             pending: Vec::new(),
             owns_tx: false,
         };
@@ -423,6 +426,9 @@ impl<S: Store> Catalogue<S> {
                     Ok((coll, attrs))
                 })
                 .await?;
+            if !r.loaded.contains(&cur.0.id) {
+                r.loaded.push(cur.0.id);
+            }
             r.current = Some(cur);
         }
         let Some((_, attrs)) = r.current.as_ref() else { return Err(Error::Internal("no collection".into())) };
@@ -473,6 +479,9 @@ impl<S: Store> Catalogue<S> {
         match problem {
             None => {
                 self.commit(s).await?;
+                if owns_tx {
+                    self.settle_statistics(&r.loaded).await;
+                }
                 Ok(summary)
             }
             Some(e) => {
