@@ -9,7 +9,8 @@
 # TCP `ping`, TCP `get`, SOAP `get`, TCP `bulkget` and SOAP `bulkget` on SQLite, then the PostgreSQL
 # references (bench/pgbench-ref.sh: `pgbench -S -M prepared -c 16 -j 2` at scale 10 and the
 # 60-column variant), then TCP `ping`, TCP `get` and SOAP `get` on PostgreSQL. Every point prints ops/s (bulkget: entries/s) and p99 in ms. Then
-# the streaming goal: bench/stream-ab.sh on both backends with all BIN_DIRs (N rows, R rounds).
+# the streaming goal: bench/stream-ab.sh on both backends with all BIN_DIRs (N rows, R rounds; its data set
+# is loaded through the first BIN_DIR's server, so put the build under test first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=8; rounds=2; stream_rows=100000; admin=postgres://postgres@127.0.0.1:5432
