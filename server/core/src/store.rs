@@ -208,8 +208,9 @@ impl SelectPlan {
     /// The full sort key of every row: user order, then (for DISTINCT) the output columns, else
     /// (for groups) the grouping columns, else every joined table's entry id (unless the table's
     /// entry name is among the user's keys). Rows are streamed with these keys appended after the
-    /// columns, so a cursor position is just the last row's key. A group's key is unique because its grouping columns are; an aggregate without
-    /// `GROUP BY` is one row, whose key may be empty.
+    /// columns, so a cursor position is just the last row's key. A group's key is unique because
+    /// its grouping columns are; an aggregate without `GROUP BY` is one row, whose key may be
+    /// empty.
     pub fn order_keys(&self) -> Vec<ast::OrderItem<Term>> {
         let mut keys = self.order_by.clone();
         if self.distinct {

@@ -1,6 +1,6 @@
 //! The lifecycle of a collection's entry table: whether it exists, its row lock, its one-time
-//! creation, the planner's first statistics of it. Must not read or write entry rows; SQL text comes from `sql::tables` (and the
-//! table's DDL from `Dialect::create_entry_table`).
+//! creation, the planner's first statistics of it. Must not read or write entry rows; SQL text
+//! comes from `sql::tables` (and the table's DDL from `Dialect::create_entry_table`).
 
 use super::*;
 

@@ -1,6 +1,7 @@
 //! Statements of an entry table's lifecycle: the `collections.has_table` flag and its row lock,
-//! dropping the table, whether it holds a row, and the planner's statistics of it. It builds SQL only (the DDL of a new table is
-//! `Dialect::create_entry_table`); it must not decide when a table is created.
+//! dropping the table, whether it holds a row, and the planner's statistics of it. It builds SQL
+//! only (the DDL of a new table is `Dialect::create_entry_table`); it must not decide when a table
+//! is created or analyzed.
 
 use ardacat_core::types::ValueType;
 
