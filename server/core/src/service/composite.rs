@@ -49,6 +49,8 @@ pub struct BulkLoad {
     /// The load opened the session's transaction itself.
     owns_tx: bool,
     max_entries: usize,
+    /// The collection, once rows went in (its statistics are gathered after the commit).
+    loaded: Option<i64>,
 }
 
 impl BulkLoad {
@@ -236,7 +238,7 @@ impl<S: Store> Catalogue<S> {
         max_entries: usize,
     ) -> BulkLoad {
         let owns_tx = !s.in_transaction();
-        let mut load = BulkLoad { dir, attrs, rows: Vec::new(), error: None, owns_tx, max_entries };
+        let mut load = BulkLoad { dir, attrs, rows: Vec::new(), error: None, owns_tx, max_entries, loaded: None };
         if owns_tx && let Err(e) = self.begin(s).await {
             load.error = Some(e);
         }
@@ -261,8 +263,9 @@ impl<S: Store> Catalogue<S> {
             load.rows.push((name, values));
             if load.owns_tx && load.rows.len() >= BULK_CHUNK {
                 let rows = std::mem::take(&mut load.rows);
-                if let Err(e) = self.insert(s, &load.dir, &load.attrs, rows).await {
-                    load.error = Some(e);
+                match self.insert_into(s, &load.dir, &load.attrs, rows).await {
+                    Ok((_, id)) => load.loaded = Some(id),
+                    Err(e) => load.error = Some(e),
                 }
             }
         }
@@ -271,21 +274,16 @@ impl<S: Store> Catalogue<S> {
     /// Ends a bulk load: the remaining rows go in, then the load's own transaction commits. Any
     /// failure, earlier or now, undoes the whole load.
     pub async fn bulk_commit(&self, s: &mut Session<S>, load: BulkLoad) -> Result<()> {
+        let mut loaded = load.loaded;
         let result = match load.error {
             Some(e) => Err(e),
             None if load.rows.is_empty() => Ok(()),
-            None => self.insert(s, &load.dir, &load.attrs, load.rows).await.map(|_| ()),
+            None => self.insert_into(s, &load.dir, &load.attrs, load.rows).await.map(|(_, id)| loaded = Some(id)),
         };
         match (result, load.owns_tx) {
             (Ok(()), true) => {
-                // The collection as the load saw it (its transaction is still open). Only the
-                // statistics below need it: a failure here is the commit's to report, if any.
-                let loaded = match path::absolute(&s.cwd, &load.dir) {
-                    Ok(abs) => self.read(s, async |c| c.collection(&abs).await).await.ok().flatten(),
-                    Err(_) => None,
-                };
                 self.commit(s).await?;
-                self.settle_statistics(loaded.as_ref().map(|c| c.id).as_slice()).await;
+                self.settle_statistics(loaded.as_slice()).await;
                 Ok(())
             }
             (Ok(()), false) => Ok(()),

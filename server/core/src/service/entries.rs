@@ -260,7 +260,7 @@ impl<S: Store> Catalogue<S> {
         self.write(s, async |conn| {
             let mut total = 0;
             for (dir, rows) in groups {
-                total += self.insert_in(conn, &who, &dir, &[], rows).await?;
+                total += self.insert_in(conn, &who, &dir, &[], rows).await?.0;
             }
             Ok(total)
         })
@@ -277,12 +277,24 @@ impl<S: Store> Catalogue<S> {
         attr_names: &[String],
         rows: Vec<NamedValues>,
     ) -> Result<u64> {
+        self.insert_into(s, dir, attr_names, rows).await.map(|(n, _)| n)
+    }
+
+    /// [`Catalogue::insert`], also answering the collection's id (a bulk load gathers its
+    /// statistics after the commit).
+    pub(crate) async fn insert_into(
+        &self,
+        s: &mut Session<S>,
+        dir: &str,
+        attr_names: &[String],
+        rows: Vec<NamedValues>,
+    ) -> Result<(u64, i64)> {
         let abs = path::absolute(&s.cwd, dir)?;
         let who = s.principal.clone();
         self.write(s, async |conn| self.insert_in(conn, &who, &abs, attr_names, rows).await).await
     }
 
-    /// [`Catalogue::insert`] inside the caller's unit; `abs` is an absolute collection path.
+    /// [`Catalogue::insert_into`] inside the caller's unit; `abs` is an absolute collection path.
     async fn insert_in(
         &self,
         conn: &mut S::Conn,
@@ -290,7 +302,7 @@ impl<S: Store> Catalogue<S> {
         abs: &str,
         attr_names: &[String],
         rows: Vec<NamedValues>,
-    ) -> Result<u64> {
+    ) -> Result<(u64, i64)> {
         if rows.len() > self.inner.config.max_bulk_entries {
             return Err(Error::LimitExceeded(format!(
                 "at most {} entries per bulk insert",
@@ -321,7 +333,7 @@ impl<S: Store> Catalogue<S> {
                 .collect::<Result<Vec<Value>>>()?;
             entries.push(NewEntry { name, owner: who.user.clone(), group: group.clone(), perms: mode, values });
         }
-        insert_checked(conn, &coll, &attrs, entries).await
+        Ok((insert_checked(conn, &coll, &attrs, entries).await?, coll.id))
     }
 
     /// `setattr <pattern> [attr value]…`: constant assignment to every matching entry.
