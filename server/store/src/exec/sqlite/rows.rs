@@ -210,35 +210,46 @@ pub(super) fn decode_row_into(
     // Exact size: pushing into an empty Vec would grow it by doubling (five reallocations
     // for 60 columns).
     out.reserve_exact(types.len() - out.len());
-    for (i, t) in types.iter().enumerate() {
-        let v = row.get_ref(i).map_err(|e| StoreError::decode(i, e.to_string()))?;
-        match (out.get_mut(i), *t, v) {
-            (Some(Value::Text(old)), ValueType::Text, ValueRef::Text(b)) => {
-                old.clear();
-                old.push_str(std::str::from_utf8(b).map_err(|_| StoreError::decode(i, "text is not UTF-8"))?);
-            }
-            (Some(slot), t, v) => *slot = decode_value(i, t, v)?,
-            (None, t, v) => out.push(decode_value(i, t, v)?),
-        }
+    out.resize(types.len(), Value::Null);
+    for (i, (t, slot)) in types.iter().zip(out.iter_mut()).enumerate() {
+        // The `ValueRef` is looked at where rusqlite returned it and the value written into its
+        // slot, not returned: copying either out of a `Result` (in wider loads than the stores
+        // that made it) stalled on every value.
+        let got = row.get_ref(i);
+        let v = match &got {
+            Ok(v) => v,
+            Err(e) => return Err(StoreError::decode(i, e.to_string())),
+        };
+        decode_value(i, *t, v, slot)?;
     }
     Ok(())
 }
 
-fn decode_value(i: usize, t: ValueType, v: ValueRef<'_>) -> Result<Value, StoreError> {
-    let text =
-        |b: &[u8]| std::str::from_utf8(b).map(str::to_owned).map_err(|_| StoreError::decode(i, "text is not UTF-8"));
-    Ok(match (t, v) {
+/// Decodes `v` into `slot` (a text into the slot's old text keeps its buffer).
+fn decode_value(i: usize, t: ValueType, v: &ValueRef<'_>, slot: &mut Value) -> Result<(), StoreError> {
+    fn utf8(i: usize, b: &[u8]) -> Result<&str, StoreError> {
+        std::str::from_utf8(b).map_err(|_| StoreError::decode(i, "text is not UTF-8"))
+    }
+    *slot = match (t, v) {
         (_, ValueRef::Null) => Value::Null,
-        (ValueType::Int, ValueRef::Integer(n)) => Value::Int(n),
-        (ValueType::Float, ValueRef::Real(f)) => Value::Float(f),
+        (ValueType::Int, ValueRef::Integer(n)) => Value::Int(*n),
+        (ValueType::Float, ValueRef::Real(f)) => Value::Float(*f),
         // A REAL column (or a float expression) may hand back an INTEGER.
-        (ValueType::Float, ValueRef::Integer(n)) => Value::Float(n as f64),
-        (ValueType::Text, ValueRef::Text(b)) => Value::Text(text(b)?),
-        (ValueType::Bool, ValueRef::Integer(n)) => Value::Bool(n != 0),
+        (ValueType::Float, ValueRef::Integer(n)) => Value::Float(*n as f64),
+        (ValueType::Text, ValueRef::Text(b)) => {
+            let text = utf8(i, b)?;
+            if let Value::Text(old) = slot {
+                old.clear();
+                old.push_str(text);
+                return Ok(());
+            }
+            Value::Text(text.to_owned())
+        }
+        (ValueType::Bool, ValueRef::Integer(n)) => Value::Bool(*n != 0),
         (ValueType::Timestamp, ValueRef::Text(b)) => {
-            let s = text(b)?;
+            let s = utf8(i, b)?;
             Value::Timestamp(
-                parse_timestamp(&s).ok_or_else(|| StoreError::decode(i, format!("'{s}' is not a timestamp")))?,
+                parse_timestamp(s).ok_or_else(|| StoreError::decode(i, format!("'{s}' is not a timestamp")))?,
             )
         }
         (t, other) => {
@@ -247,5 +258,6 @@ fn decode_value(i: usize, t: ValueType, v: ValueRef<'_>) -> Result<Value, StoreE
                 format!("expected {}, found SQLite {}", type_name(t), other.data_type()),
             ));
         }
-    })
+    };
+    Ok(())
 }
