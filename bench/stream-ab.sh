@@ -5,7 +5,8 @@
 # database (pg: a fresh database on 127.0.0.1:5432, dropped at the end), then per round times the raw
 # export (sqlite3 shell `select *` / psql `COPY … TO STDOUT`) and `ardacat -c "getattr /bench a0 … a59"`
 # through each DIR in turn; prints rows/s, the server's CPU seconds during the stream, the client's
-# user/sys seconds and the md5 of the output (byte-identical across DIRs).
+# user/sys seconds, on PostgreSQL the CPU seconds of the PostgreSQL processes during the stream,
+# and the md5 of the output (byte-identical across DIRs).
 # One database, one server per binary dir on it; client runs alternate A/B/.. each round.
 # ANALYZE=1 (pg): `VACUUM ANALYZE` the loaded table before the rounds — the statistics autovacuum
 # gathers within about a minute of a bulk load; without it the rounds run on a table never analyzed.
@@ -40,9 +41,15 @@ for r in $(seq $rounds); do
   for i in "${!dirs[@]}"; do
     port=$((base + 10*i)); spid=${pids[$i]}
     c0=$(awk '{print $14+$15}' /proc/$spid/stat)
+    declare -A pg0=(); [ $backend = pg ] && for p in $(pgrep -x postgres); do pg0[$p]=$(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null); done
     s=$(date +%s.%N)
     /usr/bin/time -o $work/t -f "%U %S" env ARDACAT_PASSWORD=pw ${dirs[$i]}/ardacat --host 127.0.0.1 --port $port --login root -c "getattr /bench $attrs" > $work/out$i
     e=$(date +%s.%N); c1=$(awk '{print $14+$15}' /proc/$spid/stat)
-    echo "round $r ${dirs[$i]} $(echo "$n / ($e - $s)" | bc) rows/s server-cpu $(echo "scale=2; ($c1 - $c0)/100" | bc) client-user-sys $(cat $work/t) md5 $(md5sum < $work/out$i | cut -c1-8)"
+    pgcpu=
+    if [ $backend = pg ]; then # the processes alive before and after: the pool's backends
+      t=0; for p in "${!pg0[@]}"; do v=$(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null || true); [ -n "$v" ] && [ -n "${pg0[$p]}" ] && t=$((t + v - pg0[$p])); done
+      pgcpu=" postgres-cpu $(echo "scale=2; $t/100" | bc)"
+    fi
+    echo "round $r ${dirs[$i]} $(echo "$n / ($e - $s)" | bc) rows/s server-cpu $(echo "scale=2; ($c1 - $c0)/100" | bc) client-user-sys $(cat $work/t)$pgcpu md5 $(md5sum < $work/out$i | cut -c1-8)"
   done
 done

@@ -150,6 +150,18 @@ pub enum Value {
 }
 
 impl Value {
+    /// Makes this value the text `text`, into its old buffer when it is a text already (a
+    /// decoder filling a reused row: see `store::spent_rows`).
+    pub fn set_text(&mut self, text: &str) {
+        match self {
+            Value::Text(old) => {
+                old.clear();
+                old.push_str(text);
+            }
+            other => *other = Value::Text(text.to_owned()),
+        }
+    }
+
     /// The wire text of a value; `None` for NULL. Identical on both backends by construction.
     pub fn to_wire(&self) -> Option<String> {
         match self {

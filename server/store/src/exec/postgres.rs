@@ -621,71 +621,57 @@ impl RowDecoder {
                 *slot = Value::Null;
                 continue;
             };
-            if raw.format() == PgValueFormat::Binary && decode_binary(decoder, bytes, i, slot)? {
-                continue;
-            }
-            decode_value(decoder, raw.clone(), i, slot)?;
+            decode_value(decoder, raw, bytes, i, slot)?;
         }
         Ok(())
     }
 }
 
-/// The common types in PostgreSQL's binary format (big-endian integers and IEEE floats, UTF-8
-/// text, one byte for a bool), read straight from the value's bytes into `slot`; false for a
-/// type left to sqlx's decoding. Reading them here keeps the per-value work to the bytes: a
-/// `PgValueRef` moved through sqlx's `Decode` is most of a 60-column row's decoding time.
-fn decode_binary(decoder: &ColumnDecoder, bytes: &[u8], i: usize, slot: &mut Value) -> Result<bool, StoreError> {
-    fn fixed<const N: usize>(bytes: &[u8], i: usize) -> Result<[u8; N], StoreError> {
-        bytes.try_into().map_err(|_| StoreError::decode(i, format!("a binary value of {} bytes, not {N}", bytes.len())))
+/// Decodes a non-NULL value (`bytes`, of `raw`) into `slot`. Text and, in PostgreSQL's binary
+/// format (what the extended protocol returns), the numbers and booleans are read straight from
+/// the bytes (big-endian integers and IEEE floats, one byte for a bool); timestamps, dates and
+/// text-format numbers go through sqlx's `Decode`. Reading from the bytes keeps the per-value
+/// work to them: a `PgValueRef` moved through `Decode` was most of a 60-column row's decoding time.
+fn decode_value(
+    decoder: &ColumnDecoder,
+    raw: &PgValueRef<'_>,
+    bytes: &[u8],
+    i: usize,
+    slot: &mut Value,
+) -> Result<(), StoreError> {
+    fn dec<'r, T: Decode<'r, Postgres>>(raw: &PgValueRef<'r>, i: usize) -> Result<T, StoreError> {
+        T::decode(raw.clone()).map_err(|e| StoreError::decode(i, e.to_string()))
+    }
+    /// A fixed-size binary value through `from_be`, a text-format one through sqlx.
+    fn number<'r, T: Decode<'r, Postgres>, const N: usize>(
+        raw: &PgValueRef<'r>,
+        bytes: &[u8],
+        i: usize,
+        from_be: fn([u8; N]) -> T,
+    ) -> Result<T, StoreError> {
+        if raw.format() != PgValueFormat::Binary {
+            return dec(raw, i);
+        }
+        let fixed = bytes
+            .try_into()
+            .map_err(|_| StoreError::decode(i, format!("a binary value of {} bytes, not {N}", bytes.len())))?;
+        Ok(from_be(fixed))
     }
     *slot = match decoder {
+        // UTF-8 in both formats.
         ColumnDecoder::Text => {
-            let text = std::str::from_utf8(bytes).map_err(|e| StoreError::decode(i, e.to_string()))?;
-            if let Value::Text(old) = slot {
-                old.clear();
-                old.push_str(text);
-                return Ok(true);
-            }
-            Value::Text(text.to_owned())
+            slot.set_text(std::str::from_utf8(bytes).map_err(|e| StoreError::decode(i, e.to_string()))?);
+            return Ok(());
         }
-        ColumnDecoder::Int8 => Value::Int(i64::from_be_bytes(fixed(bytes, i)?)),
-        ColumnDecoder::Int4 => Value::Int(i32::from_be_bytes(fixed(bytes, i)?).into()),
-        ColumnDecoder::Int2 => Value::Int(i16::from_be_bytes(fixed(bytes, i)?).into()),
-        ColumnDecoder::Float8 => Value::Float(f64::from_be_bytes(fixed(bytes, i)?)),
-        ColumnDecoder::Float4 => Value::Float(f32::from_be_bytes(fixed(bytes, i)?).into()),
-        ColumnDecoder::Int8AsFloat => Value::Float(i64::from_be_bytes(fixed(bytes, i)?) as f64),
-        ColumnDecoder::Int4AsFloat => Value::Float(i32::from_be_bytes(fixed(bytes, i)?).into()),
-        ColumnDecoder::Int2AsFloat => Value::Float(i16::from_be_bytes(fixed(bytes, i)?).into()),
-        ColumnDecoder::Bool => Value::Bool(fixed::<1>(bytes, i)?[0] != 0),
-        _ => return Ok(false),
-    };
-    Ok(true)
-}
-
-/// Decodes a non-NULL raw value into `slot` (text into the slot's old buffer when it has one).
-fn decode_value(decoder: &ColumnDecoder, raw: PgValueRef<'_>, i: usize, slot: &mut Value) -> Result<(), StoreError> {
-    fn dec<'r, T: Decode<'r, Postgres>>(raw: PgValueRef<'r>, i: usize) -> Result<T, StoreError> {
-        T::decode(raw).map_err(|e| StoreError::decode(i, e.to_string()))
-    }
-    *slot = match decoder {
-        ColumnDecoder::Text => {
-            let text = dec::<&str>(raw, i)?;
-            if let Value::Text(old) = slot {
-                old.clear();
-                old.push_str(text);
-                return Ok(());
-            }
-            Value::Text(text.to_owned())
-        }
-        ColumnDecoder::Int8 => Value::Int(dec::<i64>(raw, i)?),
-        ColumnDecoder::Int4 => Value::Int(dec::<i32>(raw, i)?.into()),
-        ColumnDecoder::Int2 => Value::Int(dec::<i16>(raw, i)?.into()),
-        ColumnDecoder::Float8 => Value::Float(dec::<f64>(raw, i)?),
-        ColumnDecoder::Float4 => Value::Float(dec::<f32>(raw, i)?.into()),
-        ColumnDecoder::Int8AsFloat => Value::Float(dec::<i64>(raw, i)? as f64),
-        ColumnDecoder::Int4AsFloat => Value::Float(dec::<i32>(raw, i)?.into()),
-        ColumnDecoder::Int2AsFloat => Value::Float(dec::<i16>(raw, i)?.into()),
-        ColumnDecoder::Bool => Value::Bool(dec::<bool>(raw, i)?),
+        ColumnDecoder::Int8 => Value::Int(number(raw, bytes, i, i64::from_be_bytes)?),
+        ColumnDecoder::Int4 => Value::Int(number(raw, bytes, i, i32::from_be_bytes)?.into()),
+        ColumnDecoder::Int2 => Value::Int(number(raw, bytes, i, i16::from_be_bytes)?.into()),
+        ColumnDecoder::Float8 => Value::Float(number(raw, bytes, i, f64::from_be_bytes)?),
+        ColumnDecoder::Float4 => Value::Float(number(raw, bytes, i, f32::from_be_bytes)?.into()),
+        ColumnDecoder::Int8AsFloat => Value::Float(number(raw, bytes, i, i64::from_be_bytes)? as f64),
+        ColumnDecoder::Int4AsFloat => Value::Float(number(raw, bytes, i, i32::from_be_bytes)?.into()),
+        ColumnDecoder::Int2AsFloat => Value::Float(number(raw, bytes, i, i16::from_be_bytes)?.into()),
+        ColumnDecoder::Bool => Value::Bool(number(raw, bytes, i, |[b]: [u8; 1]| b != 0)?),
         ColumnDecoder::Timestamp => Value::Timestamp(dec::<chrono::NaiveDateTime>(raw, i)?),
         ColumnDecoder::TimestampTz => Value::Timestamp(dec::<chrono::DateTime<chrono::Utc>>(raw, i)?.naive_utc()),
         ColumnDecoder::Date => Value::Timestamp(dec::<chrono::NaiveDate>(raw, i)?.and_time(chrono::NaiveTime::MIN)),

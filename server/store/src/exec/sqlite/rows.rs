@@ -237,13 +237,8 @@ fn decode_value(i: usize, t: ValueType, v: &ValueRef<'_>, slot: &mut Value) -> R
         // A REAL column (or a float expression) may hand back an INTEGER.
         (ValueType::Float, ValueRef::Integer(n)) => Value::Float(*n as f64),
         (ValueType::Text, ValueRef::Text(b)) => {
-            let text = utf8(i, b)?;
-            if let Value::Text(old) = slot {
-                old.clear();
-                old.push_str(text);
-                return Ok(());
-            }
-            Value::Text(text.to_owned())
+            slot.set_text(utf8(i, b)?);
+            return Ok(());
         }
         (ValueType::Bool, ValueRef::Integer(n)) => Value::Bool(*n != 0),
         (ValueType::Timestamp, ValueRef::Text(b)) => {
