@@ -442,7 +442,9 @@ async fn json_logs(b: Backend) {
     assert!(sel["peer"].as_str().unwrap().starts_with("127.0.0.1:"), "{sel}");
     assert_eq!(sel["code"], 0);
     assert_eq!(sel["rows"], 2);
-    assert!(sel["duration_ms"].as_f64().unwrap() >= 0.0);
+    let ms = sel["duration_ms"].as_f64().unwrap();
+    assert!(ms >= 0.0);
+    assert_eq!((ms * 1e3).round() / 1e3, ms, "duration_ms to the microsecond: {sel}");
     let id = sel["request_id"].as_str().unwrap().to_string();
     assert!(!id.is_empty());
     // The request span carries the same id (every event inside the request has it).
@@ -466,7 +468,27 @@ async fn json_logs(b: Backend) {
     assert_eq!(audit.iter().filter(|v| v["command"] == "addentry").count(), 3);
 }
 
-on_both_backends!(json_logs);
+/// Text lines: the request line holds every field once — it is written outside its span, whose
+/// prefix would repeat five of them — while other events of the request keep the span's prefix.
+async fn text_logs(b: Backend) {
+    let (server, logs) = start_logged(TestDb::new(b).await, &[]).await;
+    let mut c = server.raw().await;
+    ok(&mut c, "createdir /t").await;
+    // The audit line of a write is an event inside the request span.
+    let line =
+        logs.wait_for("for createdir", |l| l.contains("ardacat::request") && l.contains("command=createdir")).await;
+    assert_eq!(line.matches("request_id=").count(), 1, "{line}");
+    assert_eq!(line.matches("peer=127.0.0.1:").count(), 1, "{line}");
+    assert!(!line.contains("request{"), "no span prefix on the request line: {line}");
+    assert!(line.contains("frontend=\"tcp\" user=root"), "{line}");
+    let ms = line.split("duration_ms=").nth(1).unwrap_or_else(|| panic!("no duration in {line}"));
+    assert!(ms.split('.').nth(1).is_none_or(|frac| frac.len() <= 3), "to the microsecond: {line}");
+    let id = line.split("request_id=").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+    let audit = logs.wait_for("audit of createdir", |l| l.contains("audit") && l.contains("command=createdir")).await;
+    assert!(audit.contains(&format!("request{{request_id={id} ")), "the audit line keeps the span: {audit}");
+}
+
+on_both_backends!(json_logs, text_logs);
 
 /// A write by a service account acting as a user (`sudo`, as a forwarding replica does): the
 /// audit line names the user and the account (`via`).

@@ -257,7 +257,7 @@ async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, SoapError> {
 /// and the duration cover the whole response.
 async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
     let started = Instant::now();
-    let peer = req.extensions().get::<ConnectInfo<crate::auth::Peer>>().map(|c| c.0.addr.to_string());
+    let peer = req.extensions().get::<ConnectInfo<crate::auth::Peer>>().map(|c| Arc::<str>::from(c.0.addr.to_string()));
     let mut line = RequestLine {
         request_id: crate::logging::next_id(),
         frontend: "soap",
@@ -303,7 +303,7 @@ impl Drop for LogOnDrop {
     fn drop(&mut self) {
         self.line.rows = self.rows.load(std::sync::atomic::Ordering::Relaxed);
         self.line.duration = self.started.elapsed();
-        self.span.in_scope(|| self.line.emit());
+        self.line.emit(&self.span);
     }
 }
 
@@ -361,7 +361,7 @@ async fn handle_soap(st: Arc<SoapState>, req: Request, line: &mut RequestLine) -
     let parsed_at = Instant::now();
     st.shared.metrics.stage(Frontend::Soap, Stage::Parse, parsed_at - authed);
     let op = parsed.request.operation();
-    line.command = op.name().to_string();
+    line.command = op.name().into();
     tracing::Span::current().record("operation", op.name());
     tracing::debug!(user = %session.principal.user, %op, "SOAP request");
     let catalogue = tracing::debug_span!("catalogue", op = op.name());

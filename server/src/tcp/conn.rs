@@ -56,6 +56,8 @@ pub(super) async fn command_loop<R, W>(
     W: AsyncWrite + Unpin + Send,
 {
     let cfg = shared.config.clone();
+    // The peer as the request log and span print it: formatted once, not twice per command.
+    let peer_text: Arc<str> = peer.to_string().into();
 
     if let Some(e) = pending_error {
         // The login failed: the first command is answered with the error, then we hang up.
@@ -132,7 +134,7 @@ pub(super) async fn command_loop<R, W>(
         // The request span: every event of this command (catalogue, store) carries its id.
         let request_id = crate::logging::next_id();
         let user = state.session.principal.user.clone();
-        let span = tracing::info_span!("request", request_id = %request_id, frontend = "tcp", user = %user, %peer, command = op);
+        let span = tracing::info_span!("request", request_id = %request_id, frontend = "tcp", user = %user, peer = %peer_text, command = op);
         let mut reply = Reply::new(&mut writer, state.escape);
         let mut cancelled = false;
         let result = {
@@ -181,8 +183,8 @@ pub(super) async fn command_loop<R, W>(
             request_id,
             frontend: "tcp",
             user,
-            peer: peer.to_string(),
-            command: op.to_string(),
+            peer: peer_text.clone(),
+            command: op.into(),
             code: result.as_ref().err().map_or(0, |e| i64::from(e.code())),
             rows: reply.rows(),
             duration: Duration::ZERO,
@@ -208,7 +210,7 @@ pub(super) async fn command_loop<R, W>(
         shared.metrics.stage(Frontend::Tcp, Stage::Write, executed.elapsed());
         shared.metrics.request(Frontend::Tcp, op, started.elapsed(), ok);
         log.duration = started.elapsed();
-        span.in_scope(|| log.emit());
+        log.emit(&span);
         if sent.is_err() {
             break;
         }

@@ -96,8 +96,15 @@ async fn log_request(
     let mut line = crate::logging::RequestLine {
         request_id: crate::logging::next_id(),
         frontend: "web",
-        peer: peer_of(req.extensions()).0.map(|ip| ip.to_string()).unwrap_or_default(),
-        command: path.trim_start_matches("/ui").trim_start_matches('/').split('/').next().unwrap_or("").to_string(),
+        peer: peer_of(req.extensions()).0.map(|ip| ip.to_string().into()).unwrap_or_default(),
+        command: path
+            .trim_start_matches("/ui")
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .to_string()
+            .into(),
         user: cookie(req.headers(), SESSION_COOKIE)
             .and_then(|id| st.sessions.get(id))
             .map(|s| s.principal.user)
@@ -108,7 +115,7 @@ async fn log_request(
     let r = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     line.code = r.extensions().get::<OutcomeCode>().map_or(0, |c| c.0);
     line.duration = started.elapsed();
-    span.in_scope(|| line.emit());
+    line.emit(&span);
     r
 }
 
