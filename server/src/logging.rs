@@ -2,7 +2,8 @@
 //! `RUST_LOG`, default `info`), request ids, and the one line per request (target
 //! `ardacat::request`) with its id, frontend, user, peer, command or operation, outcome code,
 //! rows returned and duration. Each request runs inside a `request` span carrying the same id,
-//! so every event logged on its behalf — frontend, catalogue, store — carries it too.
+//! so every event logged on its behalf — frontend, catalogue, store — carries it too. The request
+//! line itself has every field, so only JSON writes it inside the span (its `span` object).
 //!
 //! Audit lines (target `audit`: logins, writes, denials) are separate events written where the
 //! decision is taken (`crate::auth`, the TCP command loop); this module never writes or filters
