@@ -232,7 +232,7 @@ pub struct RequestLine {
 
 impl RequestLine {
     /// Write the line (target `ardacat::request`; `RUST_LOG=ardacat::request=off` silences it),
-    /// inside the request's `span` for JSON output only (see [`LINE_IN_SPAN`]).
+    /// inside the request's `span` for JSON output only (text would repeat the span's fields).
     pub fn emit(&self, span: &tracing::Span) {
         if LINE_IN_SPAN.load(Ordering::Relaxed) {
             span.in_scope(|| self.event());
