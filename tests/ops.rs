@@ -474,7 +474,6 @@ async fn text_logs(b: Backend) {
     let (server, logs) = start_logged(TestDb::new(b).await, &[]).await;
     let mut c = server.raw().await;
     ok(&mut c, "createdir /t").await;
-    // The audit line of a write is an event inside the request span.
     let line =
         logs.wait_for("for createdir", |l| l.contains("ardacat::request") && l.contains("command=createdir")).await;
     assert_eq!(line.matches("request_id=").count(), 1, "{line}");
@@ -484,6 +483,7 @@ async fn text_logs(b: Backend) {
     let ms = line.split("duration_ms=").nth(1).unwrap_or_else(|| panic!("no duration in {line}"));
     assert!(ms.split('.').nth(1).is_none_or(|frac| frac.len() <= 3), "to the microsecond: {line}");
     let id = line.split("request_id=").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+    // The audit line of a write is an event inside the request span.
     let audit = logs.wait_for("audit of createdir", |l| l.contains("audit") && l.contains("command=createdir")).await;
     assert!(audit.contains(&format!("request{{request_id={id} ")), "the audit line keeps the span: {audit}");
 }
