@@ -7,6 +7,7 @@
 # The server's environment passes through (e.g. RUST_LOG=off, TOKIO_WORKER_THREADS=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/cpu.sh
 bin=$1; scenario=${2:-get}; admin=${3:-postgres://postgres@127.0.0.1:5432}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -21,17 +22,11 @@ done
 [[ -n $loadgen ]] || { echo "the load generator did not start" >&2; cat "$out" >&2; exit 1; }
 sleep 3
 server=$(pgrep -n -f "$bin/ardacat-server")
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo; }
-declare -A pg0
-for p in $(pgrep -x postgres); do pg0[$p]=$(cpu "$p"); done
-s0=$(cpu "$server"); l0=$(cpu "$loadgen")
+pg_ticks_mark
+s0=$(proc_ticks "$server"); l0=$(proc_ticks "$loadgen")
 sleep 4
-s1=$(cpu "$server"); l1=$(cpu "$loadgen")
-pg=0
-for p in "${!pg0[@]}"; do
-    n=$(cpu "$p")
-    [[ -n $n && -n ${pg0[$p]} ]] && pg=$((pg + n - pg0[$p]))
-done
+s1=$(proc_ticks "$server"); l1=$(proc_ticks "$loadgen")
+pg=$(pg_cpu_since_mark)
 wait $point
-echo "over 4 s: server $(echo "scale=2; ($s1 - $s0) / 100" | bc) s, postgres $(echo "scale=2; $pg / 100" | bc) s, load generator $(echo "scale=2; ($l1 - $l0) / 100" | bc) s"
+echo "over 4 s: server $(echo "scale=2; ($s1 - $s0) / 100" | bc) s, postgres $pg s, load generator $(echo "scale=2; ($l1 - $l0) / 100" | bc) s"
 grep -E "ops/s|entries/s|latency" "$out"

@@ -11,6 +11,7 @@
 # ANALYZE=1 (pg): `VACUUM ANALYZE` the loaded table before the rounds — the statistics autovacuum
 # gathers within about a minute of a bulk load; without it the rounds run on a table never analyzed.
 set -e
+source "$(dirname "$0")/cpu.sh"
 backend=$1; n=$2; rounds=$3; shift 3; dirs=("$@")
 work=$(mktemp -d); base=$((20000 + RANDOM % 20000))
 attrs=$(seq -f "a%g" 0 59 | tr '\n' ' ')
@@ -40,16 +41,13 @@ for r in $(seq $rounds); do
   e=$(date +%s.%N); echo "round $r raw-export $(echo "$n / ($e - $s)" | bc) rows/s"
   for i in "${!dirs[@]}"; do
     port=$((base + 10*i)); spid=${pids[$i]}
-    c0=$(awk '{print $14+$15}' /proc/$spid/stat)
-    declare -A pg0=(); [ $backend = pg ] && for p in $(pgrep -x postgres); do pg0[$p]=$(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null); done
+    c0=$(proc_ticks $spid)
+    [ $backend = pg ] && pg_ticks_mark
     s=$(date +%s.%N)
     /usr/bin/time -o $work/t -f "%U %S" env ARDACAT_PASSWORD=pw ${dirs[$i]}/ardacat --host 127.0.0.1 --port $port --login root -c "getattr /bench $attrs" > $work/out$i
-    e=$(date +%s.%N); c1=$(awk '{print $14+$15}' /proc/$spid/stat)
+    e=$(date +%s.%N); c1=$(proc_ticks $spid)
     pgcpu=
-    if [ $backend = pg ]; then # the processes alive before and after: the pool's backends
-      t=0; for p in "${!pg0[@]}"; do v=$(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null || true); [ -n "$v" ] && [ -n "${pg0[$p]}" ] && t=$((t + v - pg0[$p])); done
-      pgcpu=" postgres-cpu $(echo "scale=2; $t/100" | bc)"
-    fi
+    [ $backend = pg ] && pgcpu=" postgres-cpu $(pg_cpu_since_mark)"
     echo "round $r ${dirs[$i]} $(echo "$n / ($e - $s)" | bc) rows/s server-cpu $(echo "scale=2; ($c1 - $c0)/100" | bc) client-user-sys $(cat $work/t)$pgcpu md5 $(md5sum < $work/out$i | cut -c1-8)"
   done
 done
