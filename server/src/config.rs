@@ -61,9 +61,6 @@ pub struct Config {
     pub max_failed_logins_per_minute: u32,
     /// Database connections in the pool (0: backend default).
     pub db_pool_size: usize,
-    /// PostgreSQL: most entries one statement reads when concurrent `get`s of one shape are
-    /// coalesced (`ardacat_store::catalog::batches`); 1 (or 0): every `get` its own statement.
-    pub db_point_read_batch_max: usize,
     /// SOAP: largest request body in bytes.
     pub soap_max_body_bytes: usize,
     /// SOAP: deepest element nesting.
@@ -180,7 +177,6 @@ impl Default for Config {
             max_upload_entries: 1_000_000,
             max_failed_logins_per_minute: 10,
             db_pool_size: 0,
-            db_point_read_batch_max: 64,
             soap_max_body_bytes: 64 << 20,
             soap_max_depth: 64,
             soap_max_elements: 1_000_000,

@@ -95,7 +95,7 @@ pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat
     };
     let db = Db::open(&config.database, opts).await?;
     let standby = standby::prepare(&db).await?;
-    let store = SqlStore::new(db).with_point_read_batch_max(config.db_point_read_batch_max);
+    let store = SqlStore::new(db);
     if !standby.in_recovery {
         // PostgreSQL: hear other processes' user, group, ACL and schema changes at once (a
         // standby cannot LISTEN; its caches expire by time).

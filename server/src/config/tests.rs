@@ -7,9 +7,8 @@ fn file_then_flags() {
     let dir = std::env::temp_dir().join(format!("ardacat-cfg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("c.toml");
-    let text = "tcp_port = 9000\nsessions = \"force\"\nmax_line_bytes = 4096\ntcp_write_buffer_bytes = 1024\n\
-                db_point_read_batch_max = 1\n";
-    std::fs::write(&f, text).unwrap();
+    std::fs::write(&f, "tcp_port = 9000\nsessions = \"force\"\nmax_line_bytes = 4096\ntcp_write_buffer_bytes = 1024\n")
+        .unwrap();
     let flags = Flags::parse_from(["x", "--config", f.to_str().unwrap(), "--tcp-port", "9001"]);
     let c = Config::load(flags).unwrap();
     assert_eq!(c.tcp_port, 9001);
@@ -17,8 +16,6 @@ fn file_then_flags() {
     assert_eq!(c.max_line_bytes, 4096);
     assert_eq!(c.tcp_write_buffer_bytes, 1024);
     assert_eq!(Config::default().tcp_write_buffer_bytes, 64 << 10);
-    assert_eq!(c.db_point_read_batch_max, 1);
-    assert_eq!(Config::default().db_point_read_batch_max, 64);
     std::fs::write(&f, "no_such_setting = 1\n").unwrap();
     let flags = Flags::parse_from(["x", "--config", f.to_str().unwrap()]);
     assert!(Config::load(flags).is_err());

@@ -158,19 +158,6 @@ impl Shared {
                 queue.timeouts,
             ),
         ]);
-        let batches = self.catalogue.store().point_read_batches();
-        out.extend([
-            Sample::counter(
-                "db_point_read_statements_total",
-                "PostgreSQL point-read statements that concurrent reads of one shape shared (db_point_read_batch_max).",
-                batches.statements,
-            ),
-            Sample::counter(
-                "db_point_read_names_total",
-                "Entries those shared point-read statements read (over statements: the mean batch).",
-                batches.names,
-            ),
-        ]);
         let refused = |gate: &Gate, name, help| {
             [Refusal::Full, Refusal::PeerFull]
                 .map(|r| Sample::counter(name, help, gate.refused(r)).label("reason", r.label()))

@@ -17,4 +17,4 @@ pub use exec::{AcquireStats, Backend, Conn, Db, DbOptions, PoolStats, ROW_BATCH,
 pub mod catalog;
 pub mod sql;
 
-pub use catalog::{PointReadBatches, SqlConn, SqlStore, map_err};
+pub use catalog::{SqlConn, SqlStore, map_err};

@@ -141,21 +141,6 @@ impl SqlConn {
         }
         // The text is compiled once per plan shape (`sql::point`); a `get` binds its name.
         let c = self.point_sql.lock().unwrap_or_else(std::sync::PoisonError::into_inner).compile(self.dialect, plan);
-        // Outside a transaction, concurrent reads of one shape share a statement (`batches`);
-        // inside one a read must see the transaction's own state, so it runs its own.
-        match c.batch {
-            Some(b) if self.point_batches.max_names() > 1 && !self.conn.in_transaction() => {
-                let key = ShapeKey { sql: b.sql.clone(), params: b.key_params.clone() };
-                match self.point_batches.join(key, b.name, b.name_column).await {
-                    Joined::Rows(rows) => rows.map_err(map_err),
-                    Joined::Lead(lead) => {
-                        let rows =
-                            self.conn.query_point_names(&b.sql, &b.key_params, b.slot, lead.names(), &c.types).await;
-                        lead.finish(rows).map_err(map_err)
-                    }
-                }
-            }
-            _ => self.conn.query_point(&c.sql, &c.params, &c.types).await.map_err(map_err),
-        }
+        self.conn.query_point(&c.sql, &c.params, &c.types).await.map_err(map_err)
     }
 }

@@ -10,7 +10,6 @@
 
 mod acl;
 mod attributes;
-mod batches;
 mod collections;
 mod dump;
 mod entries;
@@ -49,7 +48,6 @@ use crate::sql::{
     compile_select, compile_update, constraint_rows, constraints, indexes as index_sql, principals as principal_sql,
     replicas, statements, tables as table_sql,
 };
-use batches::{Joined, PointBatches, ShapeKey};
 
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Error {
@@ -138,15 +136,7 @@ pub struct SqlStore {
     /// Point-read SQL per plan shape (`sql::point`): a function of the plan alone, so it needs
     /// no clearing when the schema changes.
     point_sql: Arc<Mutex<PointCache>>,
-    /// Concurrent point reads of one shape coalesced into one statement (PostgreSQL).
-    point_batches: Arc<PointBatches>,
 }
-
-/// Names one coalesced point-read statement reads at most, unless configured
-/// (`SqlStore::with_point_read_batch_max`).
-pub const POINT_READ_BATCH_MAX: usize = 64;
-/// Statements of one point-read shape running at once before further reads queue.
-pub const POINT_READ_RUNNING: usize = 2;
 
 impl std::fmt::Debug for SqlStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -156,26 +146,7 @@ impl std::fmt::Debug for SqlStore {
 
 impl SqlStore {
     pub fn new(db: Db) -> Self {
-        SqlStore {
-            db,
-            cache: Arc::default(),
-            feed: Arc::default(),
-            point_sql: Arc::default(),
-            point_batches: PointBatches::new(POINT_READ_BATCH_MAX, POINT_READ_RUNNING),
-        }
-    }
-
-    /// At most `max` entries per coalesced point-read statement (PostgreSQL; `1`: every point
-    /// read runs its own statement, as on SQLite, whose reads cost no round trip).
-    pub fn with_point_read_batch_max(mut self, max: usize) -> Self {
-        self.point_batches = PointBatches::new(max, POINT_READ_RUNNING);
-        self
-    }
-
-    /// Point-read statements run through the coalescing path so far, and the names they read.
-    pub fn point_read_batches(&self) -> PointReadBatches {
-        let s = self.point_batches.stats();
-        PointReadBatches { statements: s.statements, names: s.names }
+        SqlStore { db, cache: Arc::default(), feed: Arc::default(), point_sql: Arc::default() }
     }
 
     pub fn db(&self) -> &Db {
@@ -185,13 +156,6 @@ impl SqlStore {
     pub fn dialect(&self) -> Dialect {
         dialect_of(self.db.backend())
     }
-}
-
-/// [`SqlStore::point_read_batches`]: `names / statements` is the mean batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PointReadBatches {
-    pub statements: u64,
-    pub names: u64,
 }
 
 fn dialect_of(b: Backend) -> Dialect {
@@ -215,7 +179,6 @@ impl Store for SqlStore {
             announce: shared::Announce::Nothing,
             unit: None,
             point_sql: self.point_sql.clone(),
-            point_batches: self.point_batches.clone(),
         })
     }
 
@@ -240,7 +203,6 @@ pub struct SqlConn {
     /// The write unit open on this connection (`StoreConn::begin_unit`), if any.
     unit: Option<Unit>,
     point_sql: Arc<Mutex<PointCache>>,
-    point_batches: Arc<PointBatches>,
 }
 
 /// How a write unit was opened, hence how it ends.

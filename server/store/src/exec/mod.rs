@@ -440,26 +440,6 @@ impl Conn {
         self.note(r)
     }
 
-    /// PostgreSQL: [`Conn::query_point`] of a statement whose parameter `slot` (0-based) is
-    /// bound to the array `names` (`sql::point::PointBatch`: several point reads in one).
-    pub async fn query_point_names(
-        &mut self,
-        sql: &str,
-        params: &[Value],
-        slot: usize,
-        names: &[String],
-        types: &[ValueType],
-    ) -> Result<Vec<Vec<Value>>, StoreError> {
-        self.check_tx()?;
-        let r = match &mut self.inner {
-            ConnInner::Sqlite(_) => {
-                Err(StoreError::Database("a statement for several names is PostgreSQL's only".into()))
-            }
-            ConnInner::Postgres(c) => c.query_names(sql, params, Some((slot, names)), types).await,
-        };
-        self.note(r)
-    }
-
     /// Run a query and send its rows into `tx` as they are read from the database, in batches
     /// (module docs). Returns the number of rows sent. If the receiver is dropped the query is
     /// stopped promptly and the call returns `Ok(rows sent so far)`. An error is also sent into the channel (when the

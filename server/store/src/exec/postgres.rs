@@ -217,17 +217,6 @@ async fn bound(
     text: &str,
     params: &[Value],
 ) -> Result<Query<'static, Postgres, PgArguments>, StoreError> {
-    bound_names(conn, text, params, None).await
-}
-
-/// [`bound`], with parameter `names.0` (0-based) bound to the array of texts `names.1` instead
-/// of its value (it must be a `text[]` parameter: `sql::point::PointBatch`).
-async fn bound_names(
-    conn: &mut PgConnection,
-    text: &str,
-    params: &[Value],
-    names: Option<(usize, &[String])>,
-) -> Result<Query<'static, Postgres, PgArguments>, StoreError> {
     let mut q = sqlx::query(sql(text));
     if params.is_empty() {
         return Ok(q);
@@ -255,15 +244,6 @@ async fn bound_names(
         };
         let out_of_range =
             || StoreError::Database(format!("parameter ${}: {v:?} is out of range for {}", i + 1, t.name()));
-        if let Some((slot, names)) = names
-            && slot == i
-        {
-            if t.name() != "TEXT[]" {
-                return Err(mismatch());
-            }
-            q = q.bind(names.to_vec());
-            continue;
-        }
         q = match (v, t.name()) {
             (Value::Null, _) => q.bind(UntypedNull),
             (Value::Int(n), "INT8") => q.bind(*n),
@@ -338,20 +318,9 @@ impl Conn {
         params: &[Value],
         types: &[ValueType],
     ) -> Result<Vec<Vec<Value>>, StoreError> {
-        self.query_names(text, params, None, types).await
-    }
-
-    /// [`Conn::query`] with one parameter bound to an array of names (`bound_names`).
-    pub(crate) async fn query_names(
-        &mut self,
-        text: &str,
-        params: &[Value],
-        names: Option<(usize, &[String])>,
-        types: &[ValueType],
-    ) -> Result<Vec<Vec<Value>>, StoreError> {
         self.dirty = true;
         let c = self.live().await?;
-        let r = match bound_names(c, text, params, names).await {
+        let r = match bound(c, text, params).await {
             Ok(q) => q.fetch_all(c).await.map_err(StoreError::from),
             Err(e) => Err(e),
         };

@@ -57,9 +57,6 @@ struct Builder {
     /// is DDL, which takes no parameters). A value a literal cannot carry sets `unwritable`.
     inline: bool,
     unwritable: bool,
-    /// PostgreSQL: table 0's exact name becomes `file = ANY($n::text[])`, one array parameter
-    /// where the name went, so one statement reads several named entries (`compile_select_names`).
-    names_as_array: bool,
 }
 
 impl Builder {
@@ -71,7 +68,6 @@ impl Builder {
             target_alias: "t0".into(),
             inline: false,
             unwritable: false,
-            names_as_array: false,
         }
     }
 
@@ -281,12 +277,6 @@ impl Builder {
             let a = self.alias(*table);
             // An exact name is an equality, so both databases use the unique index on `file`.
             match literal_of_like(pattern) {
-                Some(name) if self.names_as_array && *table == 0 => {
-                    // `::text[]`: a binary array parameter carries its element type, which must be
-                    // the one the server inferred (sqlx sends `Vec<String>` as text[]).
-                    self.params.push(Value::Text(name));
-                    out.push(format!("{a}.file = ANY(${}::text[])", self.params.len()));
-                }
                 Some(name) => {
                     let p = self.sub(&Expr::Ref(Term::Const(Value::Text(name), ValueType::Text)));
                     out.push(format!("{a}.file = {p}"));
@@ -463,33 +453,7 @@ fn keyset_after(b: &mut Builder, keys: &[Key], after: &[Value]) -> String {
 
 /// `SELECT <columns>, <keys> FROM e.. AS t0, … WHERE … ORDER BY <keys> [LIMIT n]`.
 pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
-    select(Builder::new(d), plan)
-}
-
-/// PostgreSQL only: `compile_select` of a plan with one exact name on table 0, with that name's
-/// parameter an array of names (`t0.file = ANY($n::text[])`), so that one statement answers
-/// several point reads of one shape (`catalog::batches`). The parameter holds the plan's own
-/// name as a text; the caller binds the array in its place. `None` when the plan is not of
-/// that form or could answer a name's rows differently when read beside other names (a limit,
-/// an offset, DISTINCT, grouping).
-pub fn compile_select_names(d: Dialect, plan: &SelectPlan) -> Option<Compiled> {
-    let one_name = matches!(plan.name_patterns.as_slice(), [(0, p)] if literal_of_like(p).is_some());
-    let per_name = plan.limit.is_none()
-        && plan.offset.is_none()
-        && !plan.distinct
-        && !plan.is_grouped()
-        && plan.after.is_none()
-        && plan.tables.len() == 1;
-    if d != Dialect::Postgres || !one_name || !per_name {
-        return None;
-    }
     let mut b = Builder::new(d);
-    b.names_as_array = true;
-    Some(select(b, plan))
-}
-
-fn select(mut b: Builder, plan: &SelectPlan) -> Compiled {
-    let d = b.dialect;
     let keys = plan.order_keys();
     let mut select_list = Vec::new();
     for c in &plan.columns {

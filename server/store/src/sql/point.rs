@@ -20,7 +20,7 @@ use ardacat_core::store::SelectPlan;
 use ardacat_core::types::{Value, ValueType};
 
 use super::Dialect;
-use super::compile::{Compiled, compile_select, compile_select_names, literal_of_like};
+use super::compile::{Compiled, compile_select, literal_of_like};
 
 /// Templates kept at most; past it the cache starts again (a miss costs one compilation).
 pub const MAX_TEMPLATES: usize = 256;
@@ -35,18 +35,6 @@ struct Template {
     params: Vec<Value>,
     name_slots: Vec<usize>,
     types: Vec<ValueType>,
-    batch: Option<BatchTemplate>,
-}
-
-/// The several-names form of a template (PostgreSQL): same parameters, the one name slot bound
-/// to an array of names.
-#[derive(Debug)]
-struct BatchTemplate {
-    sql: Arc<str>,
-    /// Parameters with the name slot `Null`: what point reads must share to share a statement.
-    key_params: Arc<[Value]>,
-    slot: usize,
-    name_column: usize,
 }
 
 /// A point read ready to run.
@@ -55,21 +43,6 @@ pub struct PointSql {
     pub sql: Arc<str>,
     pub params: Vec<Value>,
     pub types: Vec<ValueType>,
-    /// How to read this entry in one statement with other point reads of the same shape.
-    pub batch: Option<PointBatch>,
-}
-
-/// A point read's statement for several names: `params` of every read of this shape are equal
-/// except at `slot` (there `Null`), where the executor binds the array of names; each row's
-/// name is its column `name_column`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PointBatch {
-    pub sql: Arc<str>,
-    pub key_params: Arc<[Value]>,
-    pub slot: usize,
-    pub name_column: usize,
-    /// The name this read asks for.
-    pub name: String,
 }
 
 /// Templates of one store (one dialect).
@@ -91,14 +64,7 @@ impl PointCache {
             for &i in &t.name_slots {
                 params[i] = Value::Text(name.clone());
             }
-            let batch = t.batch.as_ref().map(|b| PointBatch {
-                sql: b.sql.clone(),
-                key_params: b.key_params.clone(),
-                slot: b.slot,
-                name_column: b.name_column,
-                name: name.clone(),
-            });
-            return PointSql { sql: t.sql.clone(), params, types: t.types.clone(), batch };
+            return PointSql { sql: t.sql.clone(), params, types: t.types.clone() };
         }
         let real = compile_select(d, plan);
         if let Some(t) = template(d, plan, &name, &real) {
@@ -112,7 +78,7 @@ impl PointCache {
 }
 
 fn plain(c: Compiled) -> PointSql {
-    PointSql { sql: c.sql.into(), params: c.params, types: c.types, batch: None }
+    PointSql { sql: c.sql.into(), params: c.params, types: c.types }
 }
 
 /// The entry name of a plan a template may serve: one exact name (no wildcard) on table 0, and
@@ -160,30 +126,7 @@ fn template(d: Dialect, plan: &SelectPlan, name: &str, real: &Compiled) -> Optio
     if name_slots.is_empty() || filled != real.params || a.types != real.types {
         return None;
     }
-    let batch = batch_template(d, plan, &a, &name_slots);
-    Some(Template { plan: named(plan, ""), sql: a.sql.into(), params: a.params, name_slots, types: a.types, batch })
-}
-
-/// The several-names form, kept only when it is the single form with the one name parameter in
-/// the same place (checked with both sentinels) and each row names its entry in a column.
-fn batch_template(d: Dialect, plan: &SelectPlan, single: &Compiled, name_slots: &[usize]) -> Option<BatchTemplate> {
-    let &[slot] = name_slots else { return None };
-    let name_column = plan.columns.iter().position(|c| {
-        matches!(c, Expr::Ref(Term::Column { table: 0, column: ardacat_core::query::Column::File, .. }))
-    })?;
-    let [a, b] = SENTINELS.map(|s| compile_select_names(d, &named(plan, s)));
-    let (a, b) = (a?, b?);
-    if a.sql != b.sql || a.params != single.params || a.types != single.types {
-        return None;
-    }
-    let mut other = single.params.clone();
-    other[slot] = Value::Text(SENTINELS[1].to_string());
-    if b.params != other {
-        return None;
-    }
-    let mut key_params = a.params;
-    key_params[slot] = Value::Null;
-    Some(BatchTemplate { sql: a.sql.into(), key_params: key_params.into(), slot, name_column })
+    Some(Template { plan: named(plan, ""), sql: a.sql.into(), params: a.params, name_slots, types: a.types })
 }
 
 /// Every field equal, the name pattern's table included, its text aside.
