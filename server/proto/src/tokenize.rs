@@ -46,7 +46,8 @@ pub fn tokenize(line: &str) -> Result<Vec<String>, TokenizeError> {
     let bare_end = |from: usize| {
         bytes[from..].iter().position(|&b| matches!(b, b' ' | b'\t' | b'\'')).map_or(bytes.len(), |n| from + n)
     };
-    let mut args = Vec::new();
+    // One argument per space at most (bounded: a line may be a megabyte of spaces).
+    let mut args = Vec::with_capacity(bytes.iter().filter(|&&b| b == b' ').count().min(255) + 1);
     let mut at = 0;
     loop {
         while at < bytes.len() && matches!(bytes[at], b' ' | b'\t') {

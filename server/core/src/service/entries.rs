@@ -441,8 +441,10 @@ impl<S: Store> Catalogue<S> {
             let t = target(conn, &cwd, pattern).await?;
             Self::check(conn, &who, &t.coll, READ).await?;
             let all = conn.attributes(t.coll.id).await?;
-            let mut columns = vec![col(0, Column::File, ValueType::Text)];
-            let mut types = vec![ValueType::Text];
+            let mut columns = Vec::with_capacity(attrs.len() + 1);
+            columns.push(col(0, Column::File, ValueType::Text));
+            let mut types = Vec::with_capacity(attrs.len() + 1);
+            types.push(ValueType::Text);
             let mut hint = 0;
             for n in attrs {
                 let (c, vt) = pseudo_or_attr(&all, &mut hint, &t.coll.path, n)?;

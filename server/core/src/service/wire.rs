@@ -99,6 +99,9 @@ impl WireRow<'_> {
     pub fn texts<'s>(&'s self, scratch: &'s mut WireScratch) -> impl Iterator<Item = WireText<'s>> + 's {
         scratch.text.clear();
         scratch.ends.clear();
+        // Room for the row at once (a number is rarely longer than 24 bytes), not grown by doubling.
+        scratch.text.reserve(self.values.len() * 24);
+        scratch.ends.reserve(self.values.len());
         for (v, &is_perms) in self.values.iter().zip(self.perms) {
             match (v, is_perms) {
                 (Value::Null | Value::Text(_), _) => continue,
