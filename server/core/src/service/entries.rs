@@ -669,3 +669,32 @@ pub(super) async fn collect_page<C: StoreConn>(
     debug_assert!(last_key.as_ref().is_none_or(|k: &Vec<Value>| k.len() == key_types.len()));
     Ok((rows, if more { last_key } else { None }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::AttrType;
+
+    fn attr(id: i64, name: &str) -> AttrDef {
+        AttrDef { id, name: name.into(), attr_type: AttrType::Int, indexed: false }
+    }
+
+    #[test]
+    fn pseudo_attributes_in_any_case_and_attributes_that_look_like_them() {
+        let all = [attr(1, "a0"), attr(2, "Fxyz"), attr(3, "ownerx"), attr(4, "pid")];
+        let mut hint = 0;
+        let mut get = |name: &str| pseudo_or_attr(&all, &mut hint, "/d", name).map(|(c, _)| c);
+        assert_eq!(get("FILE").unwrap(), Column::File);
+        assert_eq!(get("file").unwrap(), Column::File);
+        assert_eq!(get("Owner").unwrap(), Column::Owner);
+        assert_eq!(get("group_right").unwrap(), Column::Group);
+        assert_eq!(get("permissions").unwrap(), Column::Perms);
+        // Names near a pseudo-attribute's (same length and first letter, or one more letter) are attributes.
+        assert_eq!(get("Fxyz").unwrap(), Column::Attr(2));
+        assert_eq!(get("OWNERX").unwrap(), Column::Attr(3));
+        assert_eq!(get("pid").unwrap(), Column::Attr(4));
+        assert_eq!(get("a0").unwrap(), Column::Attr(1));
+        assert!(matches!(get(""), Err(Error::NoSuchAttribute(_))));
+        assert!(matches!(get("FIL"), Err(Error::NoSuchAttribute(_))));
+    }
+}
