@@ -11,20 +11,14 @@
 # keeps the first run's callgrind file as PREFIX.<bin dir name> for callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/db.sh
 (($# >= 3)) || { echo "usage: bench/instructions.sh SCENARIO OPS_SECONDS BIN_DIR…" >&2; exit 2; }
 scenario=$1; secs=$2; shift 2
 command -v callgrind_control >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
 echo "date $(date -u '+%F %T') UTC; $(lscpu | grep 'Model name' | tr -s ' '); ${DATABASE:-sqlite}; $scenario over TCP, 1 connection, $secs s under callgrind"
 for bin in "$@"; do
-    work=$(mktemp -d); port=$((20000 + RANDOM % 20000)); db=
-    if [[ ${DATABASE:-} == postgres://* ]]; then
-        admin=${DATABASE%/}; admin=${admin#postgres://}; admin=postgres://${admin%%/*}
-        db=ardacat_instr_$$_$port
-        psql -q "$admin/postgres" -c "create database $db" >/dev/null
-        url=$admin/$db
-    else
-        url=sqlite:$work/cat.db
-    fi
+    work=$(mktemp -d); port=$((20000 + RANDOM % 20000))
+    fresh_db ardacat_instr_$$_$port "$work"
     ARDACAT_ROOT_PASSWORD=pw valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" \
         "$bin/ardacat-server" --tcp-port $port --http-port $((port + 1)) --database "$url" \
         >"$work/server.log" 2>&1 &
@@ -47,7 +41,7 @@ for bin in "$@"; do
     ops_long=$(run "$secs") || exit 1
     ops_short=$(run 1) || exit 1
     kill $server; wait $server 2>/dev/null || true
-    [[ -z $db ]] || psql -q "$admin/postgres" -c "drop database if exists $db" >/dev/null
+    drop_db
     total() { grep -oP '^(summary|totals): \K[0-9]+' "$(ls "$work"/cg.*."$1")" | head -1; }
     long=$(total 1); short=$(total 2); ops=$((ops_long - ops_short)); dump=$(ls "$work"/cg.*.1)
     printf '%-24s %6d ops  %12.0f instructions per op\n' "$bin" "$ops" "$(echo "($long - $short) / $ops" | bc -l)"

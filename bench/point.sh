@@ -15,22 +15,15 @@
 set -euo pipefail
 bin=$1; scenario=$2; protocol=$3; conns=$4; secs=$5; shift 5
 work=$(mktemp -d); port=$((20000 + RANDOM % 20000))
-db=
-if [[ ${DATABASE:-} == postgres://* ]]; then
-    admin=${DATABASE%/}; admin=${admin#postgres://}; admin=postgres://${admin%%/*}
-    db=ardacat_point_$$_$port
-    psql -q "$admin/postgres" -c "create database $db" >/dev/null
-    url=$admin/$db
-else
-    url=sqlite:$work/cat.db
-fi
+source "$(dirname "$0")/db.sh"
+fresh_db ardacat_point_$$_$port "$work"
 # The load generator is one address: no per-address cap.
 ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server" --tcp-port $port --http-port $((port + 1)) \
     --database "$url" ${SERVER_ARGS:-} >"$work/server.log" 2>&1 &
 server=$!
 cleanup() {
     kill $server 2>/dev/null; wait $server 2>/dev/null || true
-    [[ -z $db ]] || psql -q "$admin/postgres" -c "drop database if exists $db" >/dev/null || true
+    drop_db
     rm -rf "$work"
 }
 trap cleanup EXIT
