@@ -63,8 +63,9 @@ pub fn tokenize(line: &str) -> Result<Vec<String>, TokenizeError> {
             continue;
         }
         // Quoted sections, each maybe followed by more bare text, until a separator or the end.
-        let mut arg = String::with_capacity(line.len() - start);
-        arg.push_str(&line[start..at]);
+        // Grown as runs are added: room for the rest of the line would be kept by every argument
+        // of a line of many quoted ones.
+        let mut arg = String::from(&line[start..at]);
         while bytes.get(at) == Some(&b'\'') {
             let quote = at;
             at += 1;
@@ -269,6 +270,14 @@ mod tests {
             tokenize_escaped(r"cmd 'a\\q'"),
             Err(TokenizeError::Escape { index: 1, source: EscapeError::InvalidEscape { position: 1 } })
         );
+    }
+
+    #[test]
+    fn quoted_arguments_keep_no_room_for_the_rest_of_the_line() {
+        let line = "'x' ".repeat(10_000);
+        let args = toks(&line);
+        assert_eq!(args.len(), 10_000);
+        assert!(args.iter().all(|a| a == "x" && a.capacity() < 64), "an argument kept room for the line");
     }
 
     proptest! {
