@@ -15,7 +15,7 @@ bin=${1:-target/release}; n=${2:-1000000}; attrs=${3:-10}
 pg=${ARDACAT_BENCH_PG:-postgres://postgres@127.0.0.1:5432}
 work=$(mktemp -d); servers=(); dbs=()
 cleanup() {
-    for p in "${servers[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done
+    for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     for d in "${dbs[@]}"; do psql "$pg/postgres" -qc "DROP DATABASE IF EXISTS $d WITH (FORCE)" >/dev/null 2>&1 || true; done
     rm -rf "$work"
 }

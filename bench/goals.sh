@@ -28,7 +28,7 @@ bins=("$@")
 work=$(mktemp -d); base=$((20000 + RANDOM % 20000))
 pids=(); dbs=()
 cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     for d in "${dbs[@]}"; do psql -q "$admin/postgres" -c "drop database if exists $d" >/dev/null 2>&1 || true; done
     rm -rf "$work"
 }

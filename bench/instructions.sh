@@ -23,8 +23,10 @@ for bin in "$@"; do
         "$bin/ardacat-server" --tcp-port $port --http-port $((port + 1)) --database "$url" \
         >"$work/server.log" 2>&1 &
     server=$!
+    # A run that fails leaves no server under valgrind and no database behind.
+    trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; drop_db; rm -rf "$work"' EXIT
     for _ in $(seq 600); do grep -q listening "$work/server.log" && break; sleep 0.2; done
-    grep -q listening "$work/server.log" || { cat "$work/server.log" >&2; kill $server; exit 1; }
+    grep -q listening "$work/server.log" || { cat "$work/server.log" >&2; exit 1; }
     client=("$bin/ardacat" bench --host 127.0.0.1 --port $port --login root --password pw)
     "${client[@]}" --setup --entries 1000 --scenario ping --duration 1 >/dev/null 2>&1
     # Two runs on the server, each from a fresh zero to a dump (parts 1 and 2): SECS seconds, then
@@ -41,10 +43,11 @@ for bin in "$@"; do
     ops_long=$(run "$secs") || exit 1
     ops_short=$(run 1) || exit 1
     kill $server; wait $server 2>/dev/null || true
-    drop_db
+    drop_db; db=
     total() { grep -oP '^(summary|totals): \K[0-9]+' "$(ls "$work"/cg.*."$1")" | head -1; }
     long=$(total 1); short=$(total 2); ops=$((ops_long - ops_short)); dump=$(ls "$work"/cg.*.1)
     printf '%-24s %6d ops  %12.0f instructions per op\n' "$bin" "$ops" "$(echo "($long - $short) / $ops" | bc -l)"
     [[ -n ${KEEP:-} ]] && cp "$dump" "$KEEP.$(basename "$bin")"
     rm -rf "$work"
+    trap - EXIT
 done

@@ -22,7 +22,8 @@ ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server
     --database "$url" ${SERVER_ARGS:-} >"$work/server.log" 2>&1 &
 server=$!
 cleanup() {
-    kill $server 2>/dev/null; wait $server 2>/dev/null || true
+    # Under set -e a failing command would end the trap: the server may be gone already.
+    kill $server 2>/dev/null || true; wait $server 2>/dev/null || true
     drop_db
     rm -rf "$work"
 }

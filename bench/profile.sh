@@ -23,7 +23,7 @@ port=$((20000 + RANDOM % 20000))
 ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw target/release/ardacat-server --tcp-port "$port" --http-port $((port + 1)) \
     --database "sqlite:$work/cat.db" >"$work/server.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q listening "$work/server.log" && break; sleep 0.2; done
 client=(target/release/ardacat bench --host 127.0.0.1 --port "$port" --login root --password pw)
 "${client[@]}" --setup --entries 10000 --scenario ping --duration 1 >/dev/null

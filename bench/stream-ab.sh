@@ -20,7 +20,7 @@ if [ $backend = pg ]; then
   url=postgres://postgres@127.0.0.1:5432/$db
 else url="sqlite:$work/cat.db"; fi
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill $p 2>/dev/null; wait $p 2>/dev/null || true; done
+cleanup() { for p in "${pids[@]}"; do kill $p 2>/dev/null || true; wait $p 2>/dev/null || true; done
   [ $backend = pg ] && psql -q -h 127.0.0.1 -U postgres -c "drop database $db" >/dev/null; rm -rf $work; }
 trap cleanup EXIT
 start() { # dir idx
