@@ -248,7 +248,7 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
         return run_sql(shared, st, line, reply).await;
     }
     // With `escape`, `\N` is NULL: the parser learns which arguments were, and only a value may be.
-    let (args, nulls): (Vec<String>, Vec<bool>) = if st.escape {
+    let (mut args, nulls): (Vec<String>, Vec<bool>) = if st.escape {
         tokenize_escaped(line)
             .map_err(|e| Error::IllegalCommand(e.to_string()))?
             .into_iter()
@@ -263,7 +263,7 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     if args.len() > shared.config.max_args {
         return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));
     }
-    let cmd = Command::parse_escaped(&args, &nulls)?;
+    let cmd = Command::parse_escaped(&mut args, &nulls)?;
     // User, group and ACL changes made since the last command apply now (one atomic load when
     // nothing changed).
     shared.catalogue.refresh_if_changed(&mut st.session).await?;

@@ -1,6 +1,8 @@
 //! Entries by name or pattern: `addentry`, `addentries`, `setattr`, `getattr`, `clearattr`,
 //! `rm`. `getattr` is the hot path of the protocol (the `get` benchmark): a table lookup, the
-//! argument copies, one catalogue call streaming into the reply.
+//! arguments taken (not copied) from the line, one catalogue call streaming into the reply.
+
+use std::mem::take;
 
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
@@ -48,12 +50,12 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         usage: "addentry <path> [<attr> <value>]...",
         kind: Write,
         in_upload: false,
-        parse: |c, a| match a {
-            [path, ..] => {
-                let pairs = c.value_pairs(a, 1, "<path> [<attr> <value>]...")?;
-                Ok(Cmd::Addentry { path: path.clone(), pairs }.into())
+        parse: |c, a| {
+            if a.is_empty() {
+                return Err(c.wrong());
             }
-            [] => Err(c.wrong()),
+            let pairs = c.value_pairs(a, 1, "<path> [<attr> <value>]...")?;
+            Ok(Cmd::Addentry { path: take(&mut a[0]), pairs }.into())
         },
     },
     CommandSpec {
@@ -62,7 +64,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         usage: "addentries <path>...",
         kind: Write,
         in_upload: false,
-        parse: |c, a| if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Addentries(a.to_vec()).into()) },
+        parse: |c, a| {
+            if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Addentries(a.iter_mut().map(take).collect()).into()) }
+        },
     },
     CommandSpec {
         name: "setattr",
@@ -70,12 +74,12 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         usage: "setattr <pattern> <attr> <value> [<attr> <value>]...",
         kind: Write,
         in_upload: false,
-        parse: |c, a| match a {
-            [pattern, _, _, ..] => {
-                let pairs = c.value_pairs(a, 1, "<pattern> <attr> <value> ...")?;
-                Ok(Cmd::Setattr { pattern: pattern.clone(), pairs }.into())
+        parse: |c, a| {
+            if a.len() < 3 {
+                return Err(c.wrong());
             }
-            _ => Err(c.wrong()),
+            let pairs = c.value_pairs(a, 1, "<pattern> <attr> <value> ...")?;
+            Ok(Cmd::Setattr { pattern: take(&mut a[0]), pairs }.into())
         },
     },
     CommandSpec {
@@ -86,7 +90,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [pattern, attrs @ ..] if !attrs.is_empty() => {
-                Ok(Cmd::Getattr { pattern: pattern.clone(), attrs: attrs.to_vec() }.into())
+                Ok(Cmd::Getattr { pattern: take(pattern), attrs: attrs.iter_mut().map(take).collect() }.into())
             }
             _ => Err(c.wrong()),
         },
@@ -99,7 +103,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [pattern, attrs @ ..] if !attrs.is_empty() => {
-                Ok(Cmd::Clearattr { pattern: pattern.clone(), attrs: attrs.to_vec() }.into())
+                Ok(Cmd::Clearattr { pattern: take(pattern), attrs: attrs.iter_mut().map(take).collect() }.into())
             }
             _ => Err(c.wrong()),
         },

@@ -24,6 +24,7 @@ pub use dump::in_restore;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::mem::take;
 use std::sync::LazyLock;
 
 use ardacat_core::Error;
@@ -51,8 +52,10 @@ pub struct CommandSpec {
     pub kind: Kind,
     /// Allowed while an `upload` is open (only `put`, `commit` and `abort`).
     pub in_upload: bool,
-    /// The arguments after the name → the command, or a code-3 error.
-    pub parse: fn(&Call<'_>, &[String]) -> Result<Cmd, Error>,
+    /// The arguments after the name → the command, or a code-3 error. The parser may take
+    /// (`std::mem::take`) the arguments it keeps instead of copying them: the line is done with
+    /// them, and a `getattr` of 60 attributes is 60 copies fewer.
+    pub parse: fn(&Call<'_>, &mut [String]) -> Result<Cmd, Error>,
 }
 
 impl CommandSpec {
@@ -160,51 +163,63 @@ impl Call<'_> {
     }
 
     /// Exactly one argument.
-    pub fn one(&self, args: &[String], u: &str) -> Result<String, Error> {
+    pub fn one(&self, args: &mut [String], u: &str) -> Result<String, Error> {
         match args {
-            [a] => Ok(a.clone()),
+            [a] => Ok(take(a)),
             _ => Err(self.usage(u)),
         }
     }
 
     /// Exactly two arguments.
-    pub fn two(&self, args: &[String], u: &str) -> Result<(String, String), Error> {
+    pub fn two(&self, args: &mut [String], u: &str) -> Result<(String, String), Error> {
         match args {
-            [a, b] => Ok((a.clone(), b.clone())),
+            [a, b] => Ok((take(a), take(b))),
             _ => Err(self.usage(u)),
         }
     }
 
     /// `<name> <value>` pairs in `args[from..]` (`args`: all the parser's arguments); a value sent
     /// as `\N` is `None`.
-    pub fn value_pairs(&self, args: &[String], from: usize, u: &str) -> Result<Vec<(String, Option<String>)>, Error> {
-        let rest = args.get(from..).unwrap_or_default();
+    pub fn value_pairs(
+        &self,
+        args: &mut [String],
+        from: usize,
+        u: &str,
+    ) -> Result<Vec<(String, Option<String>)>, Error> {
+        let rest = args.get_mut(from..).unwrap_or_default();
         if !rest.len().is_multiple_of(2) {
             return Err(self.usage(u));
         }
-        Ok(rest.chunks(2).enumerate().map(|(i, c)| (c[0].clone(), self.value(from + 2 * i + 1, &c[1]))).collect())
+        Ok(rest
+            .chunks_mut(2)
+            .enumerate()
+            .map(|(i, c)| {
+                let (name, value) = c.split_at_mut(1);
+                (take(&mut name[0]), self.value(from + 2 * i + 1, &mut value[0]))
+            })
+            .collect())
     }
 
     /// The values `args[from..]` (`args`: all the parser's arguments); one sent as `\N` is `None`.
-    pub fn values(&self, args: &[String], from: usize) -> Vec<Option<String>> {
-        args.iter().enumerate().skip(from).map(|(i, v)| self.value(i, v)).collect()
+    pub fn values(&self, args: &mut [String], from: usize) -> Vec<Option<String>> {
+        args.iter_mut().enumerate().skip(from).map(|(i, v)| self.value(i, v)).collect()
     }
 
-    fn value(&self, index: usize, v: &str) -> Option<String> {
+    fn value(&self, index: usize, v: &mut String) -> Option<String> {
         if self.nulls.get(index).copied().unwrap_or(false) {
             self.nulls_taken.set(self.nulls_taken.get() + 1);
             None
         } else {
-            Some(v.to_owned())
+            Some(take(v))
         }
     }
 
     /// `<name> <value>` pairs.
-    pub fn pairs(&self, args: &[String], u: &str) -> Result<Vec<(String, String)>, Error> {
+    pub fn pairs(&self, args: &mut [String], u: &str) -> Result<Vec<(String, String)>, Error> {
         if !args.len().is_multiple_of(2) {
             return Err(self.usage(u));
         }
-        Ok(args.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect())
+        Ok(args.chunks_mut(2).map(|c| (take(&mut c[0]), take(&mut c[1]))).collect())
     }
 }
 
@@ -234,13 +249,14 @@ impl PartialEq for CommandSpec {
 impl Command {
     /// Parse a tokenized command line (its first element is the command name).
     pub fn parse(args: &[String]) -> Result<Command, Error> {
-        Self::parse_escaped(args, &[])
+        Self::parse_escaped(&mut args.to_vec(), &[])
     }
 
     /// Parse a command line tokenized with the `escape` extension: `nulls[i]` says argument `i`
-    /// was `\N`. NULL is a value, never a name, a path or a condition.
-    pub fn parse_escaped(args: &[String], nulls: &[bool]) -> Result<Command, Error> {
-        let Some((name, rest)) = args.split_first() else {
+    /// was `\N`. NULL is a value, never a name, a path or a condition. The parser takes the
+    /// arguments it keeps out of `args` (what is left there is unspecified).
+    pub fn parse_escaped(args: &mut [String], nulls: &[bool]) -> Result<Command, Error> {
+        let Some((name, rest)) = args.split_first_mut() else {
             return Err(Error::IllegalCommand("empty command".into()));
         };
         if nulls.first().copied().unwrap_or(false) {

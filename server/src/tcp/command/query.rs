@@ -54,12 +54,15 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         usage: "updateattr <pattern> <attr> <expr> [<attr> <expr>]... <condition>",
         kind: Write,
         in_upload: false,
-        parse: |c, a| match a {
-            [pattern, pairs @ .., cond] if a.len() >= 4 && a.len().is_multiple_of(2) => {
-                let pairs = c.pairs(pairs, "<pattern> <attr> <expr> ... <condition>")?;
-                Ok(Cmd::Updateattr { pattern: pattern.clone(), pairs, condition: cond.clone() }.into())
+        parse: |c, a| {
+            let n = a.len();
+            match a {
+                [pattern, pairs @ .., cond] if n >= 4 && n.is_multiple_of(2) => {
+                    let pairs = c.pairs(pairs, "<pattern> <attr> <expr> ... <condition>")?;
+                    Ok(Cmd::Updateattr { pattern: pattern.clone(), pairs, condition: cond.clone() }.into())
+                }
+                _ => Err(c.wrong()),
             }
-            _ => Err(c.wrong()),
         },
     },
 ];

@@ -25,10 +25,10 @@ impl From<Cmd> for super::Cmd {
 }
 
 /// Splits off a leading `flag`; any other leading `-…` word is a code-3 error.
-fn flag<'a>(c: &Call<'_>, a: &'a [String], flag: &str) -> Result<(bool, &'a [String]), Error> {
-    match a.split_first() {
-        Some((f, rest)) if f == flag => Ok((true, rest)),
-        Some((f, _)) if f.starts_with('-') => {
+fn flag<'a>(c: &Call<'_>, a: &'a mut [String], flag: &str) -> Result<(bool, &'a mut [String]), Error> {
+    match a.first() {
+        Some(f) if f == flag => Ok((true, &mut a[1..])),
+        Some(f) if f.starts_with('-') => {
             Err(Error::IllegalCommand(format!("{}: unknown option '{f}' (usage: {})", c.name, c.spec.usage)))
         }
         _ => Ok((false, a)),

@@ -180,3 +180,54 @@ fn table_is_complete_and_ordered() {
     let in_upload: Vec<&str> = all().filter(|s| s.in_upload).map(|s| s.name).collect();
     assert_eq!(in_upload, ["commit", "abort", "put"]);
 }
+
+/// The parsers take the arguments they keep out of the line instead of copying them: every
+/// argument lands in its place, a `\N` value stays NULL, and one taken where a name goes is still
+/// an error.
+#[test]
+fn taken_arguments_land_where_they_belong() {
+    let attrs: Vec<String> = (0..60).map(|i| format!("a{i}")).collect();
+    let mut line = vec!["getattr".to_string(), "/c/e1".to_string()];
+    line.extend(attrs.iter().cloned());
+    assert_eq!(
+        Command::parse(&line).unwrap().cmd,
+        entries::Cmd::Getattr { pattern: "/c/e1".into(), attrs: attrs.clone() }.into()
+    );
+    assert_eq!(
+        p(&["clearattr", "/c/*", "x", "y"]).unwrap(),
+        entries::Cmd::Clearattr { pattern: "/c/*".into(), attrs: vec!["x".into(), "y".into()] }.into()
+    );
+    assert_eq!(p(&["addentries", "a", "b"]).unwrap(), entries::Cmd::Addentries(vec!["a".into(), "b".into()]).into());
+    assert_eq!(
+        p(&["setattr", "/c/e", "x", "1", "y", "two"]).unwrap(),
+        entries::Cmd::Setattr {
+            pattern: "/c/e".into(),
+            pairs: vec![("x".into(), Some("1".into())), ("y".into(), Some("two".into()))]
+        }
+        .into()
+    );
+    assert_eq!(
+        p(&["replica_unregister", "-d", "g", "s"]).unwrap(),
+        replicas::Cmd::ReplicaUnregister { delete: true, guid: "g".into(), site: "s".into() }.into()
+    );
+    assert_eq!(
+        p(&["replica_register", "g1", "s1", "g2", "s2"]).unwrap(),
+        replicas::Cmd::ReplicaRegister {
+            create: false,
+            pairs: vec![("g1".into(), "s1".into()), ("g2".into(), "s2".into())]
+        }
+        .into()
+    );
+    // With `escape`: the NULL value stays NULL, its neighbours keep their texts.
+    let mut escaped: Vec<String> = ["addentry", "/c/e", "x", "", "y", "v"].iter().map(|s| s.to_string()).collect();
+    let nulls = [false, false, false, true, false, false];
+    assert_eq!(
+        Command::parse_escaped(&mut escaped, &nulls).unwrap().cmd,
+        entries::Cmd::Addentry { path: "/c/e".into(), pairs: vec![("x".into(), None), ("y".into(), Some("v".into()))] }
+            .into()
+    );
+    // A NULL where an attribute name goes is refused.
+    let mut escaped: Vec<String> = ["addentry", "/c/e", "", "1"].iter().map(|s| s.to_string()).collect();
+    let e = Command::parse_escaped(&mut escaped, &[false, false, true, false]).unwrap_err();
+    assert_eq!(e.code(), 3, "{e}");
+}
