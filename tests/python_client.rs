@@ -1,7 +1,7 @@
 //! The Python client package (client/python) against the real server binary: `pip install` of
 //! the package into a scratch directory (with its `py.typed`), its pytest suite on SQLite and on
-//! PostgreSQL (each run makes and drops its own databases), and `mypy --strict` over the package
-//! and its example. Needs a Python with pytest, cryptography, mypy, setuptools and wheel:
+//! PostgreSQL (each run makes and drops its own databases), and `mypy --strict` over the package,
+//! its example and its tests. Needs a Python with pytest, cryptography, mypy, setuptools and wheel:
 //! `$ARDACAT_PYTHON`, else `target/interop-venv/bin/python` (tests/run-all.sh makes it). A
 //! missing tool fails the test; nothing is skipped.
 
@@ -89,6 +89,8 @@ fn mypy_strict() {
         .args(["-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null"])
         .arg(base.join("src/ardacat"))
         .arg(base.join("examples/jobs.py"))
+        // The tests are Python code of the project too: typed like the package.
+        .arg(base.join("tests"))
         .env("MYPYPATH", base.join("src"))
         .output()
         .expect("run mypy");

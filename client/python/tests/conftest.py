@@ -16,7 +16,7 @@ import secrets
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Iterator, List, Optional
 
 import pytest
 
@@ -95,7 +95,7 @@ class Server:
         self.password = ROOT_PASSWORD
 
     def connect(self, **kw: object) -> ardacat.Connection:
-        args: dict = dict(login="root", password=ROOT_PASSWORD)
+        args: dict[str, Any] = dict(login="root", password=ROOT_PASSWORD)
         args.update(kw)
         return ardacat.connect(self.host, self.port, **args)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import itertools
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ def run(coro: "asyncio.Future[None] | object") -> None:
 
 
 async def aconnect(server: Server, **kw: object) -> ardacat.aio.Connection:
-    args: dict = dict(login="root", password=server.password)
+    args: dict[str, Any] = dict(login="root", password=server.password)
     args.update(kw)
     return await ardacat.aio.connect(server.host, server.port, **args)
 

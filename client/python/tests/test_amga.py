@@ -6,7 +6,7 @@ against a server that issues a session with every reply."""
 from __future__ import annotations
 
 import itertools
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -63,9 +63,11 @@ def legacy_scenario(client: MDClient, base: str) -> None:
     client.getattr(P + "/t9", ["eventGen"])
     assert client.getEntry() == ("t9", ["it's new"])
     client.find(P, "events > 700")
-    hits = []
+    hits: List[str] = []
     while not client.eot():
-        hits.append(client.fetchRow())
+        row = client.fetchRow()
+        assert row is not None
+        hits.append(row)
     assert sorted(hits) == ["t8", "t9"] or sorted(hits) == ["t5", "t8", "t9"]
     assert client.pwd() == "/"
     client.cd(P)
@@ -94,9 +96,11 @@ def legacy_scenario(client: MDClient, base: str) -> None:
         names_after.append(client.getEntry()[0])
     assert "inTx" not in names_after and "u99" in names_after
     # errors, with the original's exception shape
-    for bad, code in [(lambda: client.createDir(P), 16), (lambda: client.addAttr(P, "events", "int"), 15),
-                      (lambda: client.removeDir(P), 11), (lambda: client.cd(P + "/nope"), 1),
-                      (lambda: client.sequenceNext(P + "/t1"), 17)]:
+    cases: List[Tuple[Callable[[], object], int]] = [
+        (lambda: client.createDir(P), 16), (lambda: client.addAttr(P, "events", "int"), 15),
+        (lambda: client.removeDir(P), 11), (lambda: client.cd(P + "/nope"), 1),
+        (lambda: client.sequenceNext(P + "/t1"), 17)]
+    for bad, code in cases:
         with pytest.raises(CommandException) as e:
             bad()
         assert e.value.errorCode == code, (code, str(e.value))
@@ -202,3 +206,13 @@ def test_update_is_updateattr(server: Server) -> None:
         name, values = client.getEntry()
         got[name] = values
     assert got == {"a": ["1"], "b": ["50"]}
+
+
+def test_remote_execute_is_refused(server: Server) -> None:
+    """AMGA's ``execute`` is not a command of ardacat (docs/python.md): a clear code 3, and the
+    connection still works."""
+    client = MDClient(server.host, server.port, "root", server.password)
+    with pytest.raises(CommandException) as e:
+        client.remoteExecute("pwd")
+    assert e.value.errorCode == 3 and "execute" in e.value.msg
+    assert client.pwd() == "/"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -222,9 +223,10 @@ def test_transactions(conn: ardacat.Connection, coll: str) -> None:
 
 
 def test_errors(conn: ardacat.Connection, coll: str, server: Server) -> None:
-    cases = [(lambda: conn.cd("/no/such"), 1), (lambda: conn.execute("frobnicate"), 3),
-             (lambda: conn.find(coll, "a = = 1"), 8), (lambda: conn.mkdir(coll), 16),
-             (lambda: conn.getattr(coll, ["nosuch"]), 10)]
+    cases: list[tuple[Callable[[], object], int]] = [
+        (lambda: conn.cd("/no/such"), 1), (lambda: conn.execute("frobnicate"), 3),
+        (lambda: conn.find(coll, "a = = 1"), 8), (lambda: conn.mkdir(coll), 16),
+        (lambda: conn.getattr(coll, ["nosuch"]), 10)]
     for fn, code in cases:
         with pytest.raises(CommandError) as e:
             fn()
@@ -286,7 +288,10 @@ def test_cancel_by_breaking_out(conn: ardacat.Connection, coll: str) -> None:
     # The server stopped: far fewer than the 2M data lines were sent after the cancel.
     assert proto.discarded_lines < 1_500_000, proto.discarded_lines
     after = conn.stats()["tcp_selectattr"]
-    errors = lambda s: int(s.split("errors=")[1].split()[0])  # noqa: E731
+
+    def errors(s: str) -> int:
+        return int(s.split("errors=")[1].split()[0])
+
     assert errors(after) == errors(before) + 1, (before, after)
     # An explicit close and a with block cancel too; the connection stays usable.
     rows = conn.selectattr([f"{a}:n", f"{b}:n"], "")
