@@ -18,6 +18,11 @@ def test_jobs_example(databases: Databases, tmp_path: Path) -> None:
     try:
         (tmp_path / "mdclient.config").write_text(f"Host = {s.host}\nPort = {s.port}\n")
         env = dict(os.environ, ARDACAT_PASSWORD=s.password)
+        # The example runs in another directory: a relative PYTHONPATH (as in docs/python.md's
+        # "PYTHONPATH=client/python/src …") must still find the package there.
+        if env.get("PYTHONPATH"):
+            paths = env["PYTHONPATH"].split(os.pathsep)
+            env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths)
         for run in (1, 2):
             out = subprocess.run([sys.executable, str(EXAMPLE)], cwd=tmp_path, env=env,
                                  capture_output=True, text=True, timeout=120)
