@@ -1,11 +1,12 @@
-//! SOAP interop with two independent toolkits against the real server, on SQLite and
-//! PostgreSQL: Python zeep (`tests/interop/zeep_scenario.py`) and a gSOAP C client generated at
-//! test time from the live WSDL (`tests/interop/gsoap/build.sh`, SOAP 1.1 and 1.2 builds).
+//! SOAP interop with three independent toolkits against the real server, on SQLite and
+//! PostgreSQL: Python zeep (`tests/interop/zeep_scenario.py`, SOAP 1.1 and 1.2), Python suds
+//! (`tests/interop/suds_scenario.py`, SOAP 1.1: suds speaks no 1.2) and a gSOAP C client generated
+//! at test time from the live WSDL (`tests/interop/gsoap/build.sh`, SOAP 1.1 and 1.2 builds).
 //!
-//! zeep: `ARDACAT_PYTHON` names a python with zeep; without it a venv is made at
-//! `target/interop-venv` (`python3 -m venv` + `pip install zeep`). gSOAP: `wsdl2h`, `soapcpp2` and
-//! libgsoap; if missing, `apt-get install -y gsoap libgsoap-dev` is tried. If either cannot be
-//! provided the test fails: it never skips.
+//! zeep and suds: `ARDACAT_PYTHON` names a python with zeep and suds (package `suds-community`);
+//! without it a venv is made at `target/interop-venv` (`python3 -m venv` + `pip install`). gSOAP:
+//! `wsdl2h`, `soapcpp2` and libgsoap; if missing, `apt-get install -y gsoap libgsoap-dev` is
+//! tried. If any cannot be provided the test fails: it never skips.
 
 mod common;
 
@@ -35,27 +36,32 @@ async fn run(mut cmd: Command) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
-fn has_zeep(python: &Path) -> bool {
-    Command::new(python).args(["-c", "import zeep"]).output().is_ok_and(|o| o.status.success())
+fn can_import(python: &Path, module: &str) -> bool {
+    Command::new(python).args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success())
 }
 
-/// A python that can `import zeep`.
-fn zeep_python() -> PathBuf {
+/// A python that can `import MODULE` (pip package `package`).
+fn interop_python(module: &str, package: &str) -> PathBuf {
     if let Some(p) = std::env::var_os("ARDACAT_PYTHON").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
-        assert!(has_zeep(&p), "ARDACAT_PYTHON={} cannot import zeep", p.display());
+        assert!(can_import(&p, module), "ARDACAT_PYTHON={} cannot import {module}", p.display());
         return p;
     }
+    // The two Python scenarios run at once: one makes or extends the venv at a time.
+    static VENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = VENV.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let venv = workspace().join("target/interop-venv");
     let python = venv.join("bin/python");
-    if has_zeep(&python) {
+    if can_import(&python, module) {
         return python;
     }
-    let out = Command::new("python3").args(["-m", "venv"]).arg(&venv).output().expect("run python3 -m venv");
-    assert!(out.status.success(), "{}", show("python3 -m venv", &out));
-    let out = Command::new(venv.join("bin/pip")).args(["install", "-q", "zeep"]).output().expect("run pip");
-    assert!(out.status.success(), "{}", show("pip install zeep", &out));
-    assert!(has_zeep(&python), "zeep still not importable from {}", python.display());
+    if !python.exists() {
+        let out = Command::new("python3").args(["-m", "venv"]).arg(&venv).output().expect("run python3 -m venv");
+        assert!(out.status.success(), "{}", show("python3 -m venv", &out));
+    }
+    let out = Command::new(venv.join("bin/pip")).args(["install", "-q", package]).output().expect("run pip");
+    assert!(out.status.success(), "{}", show(&format!("pip install {package}"), &out));
+    assert!(can_import(&python, module), "{module} still not importable from {}", python.display());
     python
 }
 
@@ -65,11 +71,23 @@ fn passed_line(out: &Output) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zeep_scenario() {
-    let python = tokio::task::spawn_blocking(zeep_python).await.expect("join");
+    python_scenario("zeep", "zeep", "zeep_scenario.py").await;
+}
+
+/// suds (suds-community): a third toolkit, strict about document/literal, SOAP 1.1 only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suds_scenario() {
+    python_scenario("suds", "suds-community", "suds_scenario.py").await;
+}
+
+/// Runs `tests/interop/SCRIPT` with a python that has `module`, against a fresh server on
+/// each backend; it must print `N passed, 0 failed`.
+async fn python_scenario(module: &'static str, package: &'static str, script: &str) {
+    let python = tokio::task::spawn_blocking(move || interop_python(module, package)).await.expect("join");
     for b in BACKENDS {
         let srv = TestServer::start(b).await;
         let mut cmd = Command::new(&python);
-        cmd.arg(workspace().join("tests/interop/zeep_scenario.py")).args([
+        cmd.arg(workspace().join("tests/interop").join(script)).args([
             "--url",
             &format!("http://{}", srv.http),
             "--user",
@@ -78,8 +96,8 @@ async fn zeep_scenario() {
             ROOT_PASSWORD,
         ]);
         let out = run(cmd).await;
-        assert!(out.status.success() && passed_line(&out), "{}", show(&format!("zeep scenario on {b:?}"), &out));
-        eprintln!("zeep on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
+        assert!(out.status.success() && passed_line(&out), "{}", show(&format!("{module} scenario on {b:?}"), &out));
+        eprintln!("{module} on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
     }
 }
 

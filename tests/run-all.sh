@@ -39,10 +39,10 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 
 venv=target/interop-venv
-if ! "$venv/bin/python" -c 'import zeep, pytest, cryptography, mypy, setuptools, wheel' 2>/dev/null; then
-    log "creating $venv with zeep, pytest, cryptography, mypy, setuptools, wheel"
+if ! "$venv/bin/python" -c 'import zeep, suds, pytest, cryptography, mypy, setuptools, wheel' 2>/dev/null; then
+    log "creating $venv with zeep, suds-community, pytest, cryptography, mypy, setuptools, wheel"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q zeep pytest cryptography mypy 'setuptools>=61' wheel
+    "$venv/bin/pip" install -q zeep suds-community pytest cryptography mypy 'setuptools>=61' wheel
 fi
 export ARDACAT_PYTHON="$PWD/$venv/bin/python"
 
