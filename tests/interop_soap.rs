@@ -1,12 +1,14 @@
-//! SOAP interop with three independent toolkits against the real server, on SQLite and
+//! SOAP interop with four independent toolkits against the real server, on SQLite and
 //! PostgreSQL: Python zeep (`tests/interop/zeep_scenario.py`, SOAP 1.1 and 1.2), Python suds
-//! (`tests/interop/suds_scenario.py`, SOAP 1.1: suds speaks no 1.2) and a gSOAP C client generated
-//! at test time from the live WSDL (`tests/interop/gsoap/build.sh`, SOAP 1.1 and 1.2 builds).
+//! (`tests/interop/suds_scenario.py`, SOAP 1.1: suds speaks no 1.2), JavaScript node-soap
+//! (`tests/interop/node_scenario.js`, SOAP 1.1 and 1.2) and a gSOAP C client generated at test
+//! time from the live WSDL (`tests/interop/gsoap/build.sh`, SOAP 1.1 and 1.2 builds).
 //!
 //! zeep and suds: `ARDACAT_PYTHON` names a python with zeep and suds (package `suds-community`);
 //! without it a venv is made at `target/interop-venv` (`python3 -m venv` + `pip install`). gSOAP:
 //! `wsdl2h`, `soapcpp2` and libgsoap; if missing, `apt-get install -y gsoap libgsoap-dev` is
-//! tried. If any cannot be provided the test fails: it never skips.
+//! tried. node-soap: Node.js and npm, then `npm install soap@1` into `target/interop-node`.
+//! If any cannot be provided the test fails: it never skips.
 
 mod common;
 
@@ -98,6 +100,54 @@ async fn python_scenario(module: &'static str, package: &'static str, script: &s
         let out = run(cmd).await;
         assert!(out.status.success() && passed_line(&out), "{}", show(&format!("{module} scenario on {b:?}"), &out));
         eprintln!("{module} on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
+    }
+}
+
+fn has_node_soap(modules: &Path) -> bool {
+    Command::new("node")
+        .args(["-e", "require('soap')"])
+        .env("NODE_PATH", modules)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `node_modules` of `target/interop-node` with node-soap (`npm install soap@1` there once).
+fn ensure_node_soap() -> PathBuf {
+    let prefix = workspace().join("target/interop-node");
+    let modules = prefix.join("node_modules");
+    if has_node_soap(&modules) {
+        return modules;
+    }
+    let have = |t: &str| {
+        Command::new("sh").args(["-c", &format!("command -v {t}")]).output().is_ok_and(|o| o.status.success())
+    };
+    assert!(have("node") && have("npm"), "node-soap needs Node.js and npm (Debian packages nodejs npm)");
+    std::fs::create_dir_all(&prefix).expect("create target/interop-node");
+    let out = Command::new("npm")
+        .args(["install", "--prefix"])
+        .arg(&prefix)
+        .args(["--no-save", "--no-audit", "--no-fund", "--loglevel", "error", "soap@1"])
+        .output()
+        .expect("run npm");
+    assert!(out.status.success(), "{}", show("npm install soap@1", &out));
+    assert!(has_node_soap(&modules), "node-soap still not loadable from {}", modules.display());
+    modules
+}
+
+/// node-soap (JavaScript): the scenario over the SOAP 1.1 port and, with SOAP 1.2 envelopes, the
+/// SOAP 1.2 port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_soap_scenario() {
+    let modules = tokio::task::spawn_blocking(ensure_node_soap).await.expect("join");
+    for b in BACKENDS {
+        let srv = TestServer::start(b).await;
+        let mut cmd = Command::new("node");
+        cmd.arg(workspace().join("tests/interop/node_scenario.js"))
+            .args(["--url", &format!("http://{}", srv.http), "--user", "root", "--password", ROOT_PASSWORD])
+            .env("NODE_PATH", &modules);
+        let out = run(cmd).await;
+        assert!(out.status.success() && passed_line(&out), "{}", show(&format!("node-soap scenario on {b:?}"), &out));
+        eprintln!("node-soap on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
     }
 }
 

@@ -5,8 +5,10 @@
 #   - promtool (Debian package prometheus) for the /metrics format test (tests/ops.rs), likewise;
 #   - headless Chromium and its WebDriver (Debian packages chromium, chromium-driver) for the browser
 #     test of the web interface (tests/ui_browser.rs), likewise;
-#   - a Python venv with zeep for the SOAP interop test, and pytest, cryptography, mypy, setuptools and wheel
-#     for the Python client's suite (target/interop-venv).
+#   - a Python venv with zeep and suds for the SOAP interop test, and pytest, cryptography, mypy,
+#     setuptools and wheel for the Python client's suite (target/interop-venv);
+#   - Node.js and npm (Debian packages nodejs npm) if missing, for node-soap, which the SOAP interop
+#     test installs from npm into target/interop-node.
 # Nothing is skipped: if a dependency cannot be provided, the run fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +38,11 @@ fi
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     log "installing Chromium and its WebDriver (Debian packages chromium chromium-driver)"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+fi
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    log "installing Node.js and npm (Debian packages nodejs npm)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 
 venv=target/interop-venv
