@@ -1,13 +1,15 @@
-//! SOAP interop with four independent toolkits against the real server, on SQLite and
+//! SOAP interop with five independent toolkits against the real server, on SQLite and
 //! PostgreSQL: Python zeep (`tests/interop/zeep_scenario.py`, SOAP 1.1 and 1.2), Python suds
 //! (`tests/interop/suds_scenario.py`, SOAP 1.1: suds speaks no 1.2), JavaScript node-soap
-//! (`tests/interop/node_scenario.js`, SOAP 1.1 and 1.2) and a gSOAP C client generated at test
-//! time from the live WSDL (`tests/interop/gsoap/build.sh`, SOAP 1.1 and 1.2 builds).
+//! (`tests/interop/node_scenario.js`, SOAP 1.1 and 1.2), Java JAX-WS with stubs generated at test
+//! time from the live WSDL (`tests/interop/jaxws/`, both ports) and a gSOAP C client generated
+//! likewise (`tests/interop/gsoap/build.sh`, SOAP 1.1 and 1.2 builds).
 //!
 //! zeep and suds: `ARDACAT_PYTHON` names a python with zeep and suds (package `suds-community`);
 //! without it a venv is made at `target/interop-venv` (`python3 -m venv` + `pip install`). gSOAP:
 //! `wsdl2h`, `soapcpp2` and libgsoap; if missing, `apt-get install -y gsoap libgsoap-dev` is
-//! tried. node-soap: Node.js and npm, then `npm install soap@1` into `target/interop-node`.
+//! tried; JAX-WS likewise (`jaxws libjaxws-java default-jdk-headless`). node-soap: Node.js and
+//! npm, then `npm install soap@1` into `target/interop-node`.
 //! If any cannot be provided the test fails: it never skips.
 
 mod common;
@@ -148,6 +150,52 @@ async fn node_soap_scenario() {
         let out = run(cmd).await;
         assert!(out.status.success() && passed_line(&out), "{}", show(&format!("node-soap scenario on {b:?}"), &out));
         eprintln!("node-soap on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
+    }
+}
+
+fn has_jaxws() -> bool {
+    ["wsimport", "javac", "java"]
+        .iter()
+        .all(|t| Command::new("sh").args(["-c", &format!("command -v {t}")]).output().is_ok_and(|o| o.status.success()))
+        && Path::new("/usr/share/java/jaxws-rt.jar").exists()
+}
+
+fn ensure_jaxws() {
+    if has_jaxws() {
+        return;
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends", "jaxws", "libjaxws-java", "default-jdk-headless"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+    };
+    let ok = install().is_ok_and(|o| o.status.success())
+        || (Command::new("apt-get").args(["update", "-q"]).output().is_ok_and(|o| o.status.success())
+            && install().is_ok_and(|o| o.status.success()));
+    assert!(ok && has_jaxws(), "JAX-WS (wsimport, libjaxws-java, a JDK) is required and could not be installed");
+}
+
+/// JAX-WS (Java, the reference implementation): stubs from `wsimport -extension` of the live
+/// WSDL, the scenario over the SOAP 1.1 and the SOAP 1.2 port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jaxws_scenario() {
+    tokio::task::spawn_blocking(ensure_jaxws).await.expect("join");
+    for b in BACKENDS {
+        let srv = TestServer::start(b).await;
+        let build = workspace().join(format!("target/interop-jaxws/{b:?}").to_lowercase());
+        let mut cmd = Command::new("bash");
+        cmd.arg(workspace().join("tests/interop/jaxws/build.sh"))
+            .arg(format!("http://{}/soap?wsdl", srv.http))
+            .arg(&build);
+        let out = run(cmd).await;
+        assert!(out.status.success(), "{}", show("JAX-WS build", &out));
+        let classpath = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_string();
+        let mut cmd = Command::new("java");
+        cmd.args(["-cp", &classpath, "Scenario", &format!("http://{}", srv.http), "root", ROOT_PASSWORD]);
+        let out = run(cmd).await;
+        assert!(out.status.success() && passed_line(&out), "{}", show(&format!("JAX-WS scenario on {b:?}"), &out));
+        eprintln!("JAX-WS on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
     }
 }
 

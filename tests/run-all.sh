@@ -2,6 +2,7 @@
 # Runs the whole ardacat test suite. It first makes sure what the tests need is there:
 #   - PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth), started if it is installed but down;
 #   - gSOAP (wsdl2h, soapcpp2, libgsoap) for the SOAP interop test, installed with apt-get if missing;
+#   - JAX-WS (wsimport, the reference implementation, a JDK) for the same test, likewise;
 #   - promtool (Debian package prometheus) for the /metrics format test (tests/ops.rs), likewise;
 #   - headless Chromium and its WebDriver (Debian packages chromium, chromium-driver) for the browser
 #     test of the web interface (tests/ui_browser.rs), likewise;
@@ -28,6 +29,11 @@ fi
 if ! command -v wsdl2h >/dev/null || ! command -v soapcpp2 >/dev/null; then
     log "installing gSOAP (Debian packages gsoap libgsoap-dev)"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gsoap libgsoap-dev >/dev/null
+fi
+
+if ! command -v wsimport >/dev/null || ! command -v javac >/dev/null || [ ! -f /usr/share/java/jaxws-rt.jar ]; then
+    log "installing JAX-WS and a JDK (Debian packages jaxws libjaxws-java default-jdk-headless)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends jaxws libjaxws-java default-jdk-headless >/dev/null
 fi
 
 if ! command -v promtool >/dev/null; then
