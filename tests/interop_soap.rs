@@ -40,6 +40,36 @@ async fn run(mut cmd: Command) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
+/// The scenario `cmd` ran green: exit 0 and its last line `N passed, 0 failed` (N > 0).
+async fn expect_passed(what: String, cmd: Command) {
+    let out = run(cmd).await;
+    assert!(out.status.success() && passed_line(&out), "{}", show(&what, &out));
+    eprintln!("{what}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
+}
+
+fn on_path(tool: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
+}
+
+/// Makes `present()` true by installing Debian `packages` (after an `apt-get update` if the first
+/// try fails), or fails the test naming `what`.
+fn ensure_debian(what: &str, packages: &[&str], present: fn() -> bool) {
+    if present() {
+        return;
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+    };
+    let ok = install().is_ok_and(|o| o.status.success())
+        || (Command::new("apt-get").args(["update", "-q"]).output().is_ok_and(|o| o.status.success())
+            && install().is_ok_and(|o| o.status.success()));
+    assert!(ok && present(), "{what} is required and could not be installed (Debian: {})", packages.join(" "));
+}
+
 fn can_import(python: &Path, module: &str) -> bool {
     Command::new(python).args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success())
 }
@@ -99,9 +129,7 @@ async fn python_scenario(module: &'static str, package: &'static str, script: &s
             "--password",
             ROOT_PASSWORD,
         ]);
-        let out = run(cmd).await;
-        assert!(out.status.success() && passed_line(&out), "{}", show(&format!("{module} scenario on {b:?}"), &out));
-        eprintln!("{module} on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
+        expect_passed(format!("{module} on {b:?}"), cmd).await;
     }
 }
 
@@ -120,10 +148,7 @@ fn ensure_node_soap() -> PathBuf {
     if has_node_soap(&modules) {
         return modules;
     }
-    let have = |t: &str| {
-        Command::new("sh").args(["-c", &format!("command -v {t}")]).output().is_ok_and(|o| o.status.success())
-    };
-    assert!(have("node") && have("npm"), "node-soap needs Node.js and npm (Debian packages nodejs npm)");
+    ensure_debian("Node.js and npm", &["nodejs", "npm"], || on_path("node") && on_path("npm"));
     std::fs::create_dir_all(&prefix).expect("create target/interop-node");
     let out = Command::new("npm")
         .args(["install", "--prefix"])
@@ -147,40 +172,27 @@ async fn node_soap_scenario() {
         cmd.arg(workspace().join("tests/interop/node_scenario.js"))
             .args(["--url", &format!("http://{}", srv.http), "--user", "root", "--password", ROOT_PASSWORD])
             .env("NODE_PATH", &modules);
-        let out = run(cmd).await;
-        assert!(out.status.success() && passed_line(&out), "{}", show(&format!("node-soap scenario on {b:?}"), &out));
-        eprintln!("node-soap on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
+        expect_passed(format!("node-soap on {b:?}"), cmd).await;
     }
 }
 
 fn has_jaxws() -> bool {
-    ["wsimport", "javac", "java"]
-        .iter()
-        .all(|t| Command::new("sh").args(["-c", &format!("command -v {t}")]).output().is_ok_and(|o| o.status.success()))
-        && Path::new("/usr/share/java/jaxws-rt.jar").exists()
-}
-
-fn ensure_jaxws() {
-    if has_jaxws() {
-        return;
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends", "jaxws", "libjaxws-java", "default-jdk-headless"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-    };
-    let ok = install().is_ok_and(|o| o.status.success())
-        || (Command::new("apt-get").args(["update", "-q"]).output().is_ok_and(|o| o.status.success())
-            && install().is_ok_and(|o| o.status.success()));
-    assert!(ok && has_jaxws(), "JAX-WS (wsimport, libjaxws-java, a JDK) is required and could not be installed");
+    ["wsimport", "javac", "java"].iter().all(|t| on_path(t)) && Path::new("/usr/share/java/jaxws-rt.jar").exists()
 }
 
 /// JAX-WS (Java, the reference implementation): stubs from `wsimport -extension` of the live
 /// WSDL, the scenario over the SOAP 1.1 and the SOAP 1.2 port.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jaxws_scenario() {
-    tokio::task::spawn_blocking(ensure_jaxws).await.expect("join");
+    tokio::task::spawn_blocking(|| {
+        ensure_debian(
+            "JAX-WS (wsimport, the RI, a JDK)",
+            &["jaxws", "libjaxws-java", "default-jdk-headless"],
+            has_jaxws,
+        )
+    })
+    .await
+    .expect("join");
     for b in BACKENDS {
         let srv = TestServer::start(b).await;
         let build = workspace().join(format!("target/interop-jaxws/{b:?}").to_lowercase());
@@ -193,38 +205,23 @@ async fn jaxws_scenario() {
         let classpath = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_string();
         let mut cmd = Command::new("java");
         cmd.args(["-cp", &classpath, "Scenario", &format!("http://{}", srv.http), "root", ROOT_PASSWORD]);
-        let out = run(cmd).await;
-        assert!(out.status.success() && passed_line(&out), "{}", show(&format!("JAX-WS scenario on {b:?}"), &out));
-        eprintln!("JAX-WS on {b:?}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
+        expect_passed(format!("JAX-WS on {b:?}"), cmd).await;
     }
 }
 
 fn has_gsoap() -> bool {
-    ["wsdl2h", "soapcpp2"]
-        .iter()
-        .all(|t| Command::new("sh").args(["-c", &format!("command -v {t}")]).output().is_ok_and(|o| o.status.success()))
+    on_path("wsdl2h")
+        && on_path("soapcpp2")
         && Command::new("pkg-config").args(["--exists", "gsoap"]).status().is_ok_and(|s| s.success())
-}
-
-fn ensure_gsoap() {
-    if has_gsoap() {
-        return;
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "gsoap", "libgsoap-dev"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-    };
-    let ok = install().is_ok_and(|o| o.status.success())
-        || (Command::new("apt-get").args(["update", "-q"]).output().is_ok_and(|o| o.status.success())
-            && install().is_ok_and(|o| o.status.success()));
-    assert!(ok && has_gsoap(), "gSOAP (wsdl2h, soapcpp2, libgsoap-dev) is required and could not be installed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gsoap_scenario() {
-    tokio::task::spawn_blocking(ensure_gsoap).await.expect("join");
+    tokio::task::spawn_blocking(|| {
+        ensure_debian("gSOAP (wsdl2h, soapcpp2, libgsoap)", &["gsoap", "libgsoap-dev"], has_gsoap)
+    })
+    .await
+    .expect("join");
     let script = workspace().join("tests/interop/gsoap/build.sh");
     for b in BACKENDS {
         let srv = TestServer::start(b).await;
@@ -237,10 +234,7 @@ async fn gsoap_scenario() {
         for (minor, dir) in [(1, "soap11"), (2, "soap12")] {
             let mut cmd = Command::new(build.join(dir).join("ardacat_gsoap_client"));
             cmd.args(["root", ROOT_PASSWORD, &format!("/gsoap{minor}"), &minor.to_string()]);
-            let out = run(cmd).await;
-            let what = format!("gSOAP SOAP 1.{minor} client on {b:?}");
-            assert!(out.status.success() && passed_line(&out), "{}", show(&what, &out));
-            eprintln!("{what}: {}", String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default());
+            expect_passed(format!("gSOAP SOAP 1.{minor} client on {b:?}"), cmd).await;
         }
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SOAP interop scenario with Python zeep: an independent SOAP toolkit loads ardacat's WSDL from
 the live server and runs every operation over the SOAP 1.1 and the SOAP 1.2 port, including
-faults (checking the MetadataFault detail code) and paging through a query.
+faults (checking the MetadataFault detail code) and paging through a query (soap_scenario.py).
 
     python zeep_scenario.py --url http://127.0.0.1:8823 --user root --password secret
 
@@ -10,25 +10,15 @@ Ends with the line `N passed, M failed`; exits 1 if anything failed.
 
 import argparse
 import sys
-import traceback
 
 import requests
 import zeep
 from zeep.exceptions import Fault
 from zeep.transports import Transport
 
+from soap_scenario import Toolkit, check, report, scenario
+
 NS = "urn:ardacat:metadata:1"
-PASSED = 0
-FAILED = 0
-
-
-def check(name, cond, detail=""):
-    global PASSED, FAILED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED += 1
-        print(f"FAIL {name}: {detail}", flush=True)
 
 
 def fault_code(fault):
@@ -40,149 +30,7 @@ def fault_code(fault):
     return int(node.text) if node is not None else None
 
 
-def expect_fault(name, code, fn, *args, **kwargs):
-    try:
-        fn(*args, **kwargs)
-    except Fault as e:
-        got = fault_code(e)
-        check(name, got == code, f"expected MetadataFault code {code}, got {got} ({e.message!r})")
-        return e
-    check(name, False, f"expected a fault with code {code}, the call succeeded")
-    return None
-
-
-def step(name, fn):
-    """Runs one part of the scenario; an unexpected exception fails it and the run goes on."""
-    try:
-        fn()
-    except Exception:  # noqa: BLE001 - report and continue
-        check(name, False, traceback.format_exc())
-
-
-def scenario(svc, tag, version):
-    base = f"/zeep{tag}"
-
-    def basics():
-        check(f"{tag} ping", svc.ping() is None)
-        v = svc.getVersion()
-        check(f"{tag} getVersion", isinstance(v, str) and "ardacat" in v, repr(v))
-
-    def schema():
-        svc.createSchema(
-            schemaName=base,
-            attribute=[
-                {"name": "size", "type": "int"},
-                {"name": "label", "type": "varchar(64)"},
-                {"name": "w", "type": "float"},
-            ],
-        )
-        attrs = svc.describeSchema(schemaName=base)
-        check(
-            f"{tag} describeSchema",
-            [(a.name, a.type) for a in attrs] == [("size", "int"), ("label", "varchar(64)"), ("w", "float")],
-            repr(attrs),
-        )
-        check(f"{tag} listSchemas", base in (svc.listSchemas() or []), repr(svc.listSchemas()))
-        svc.addSchemaAttributes(schemaName=base, attribute=[{"name": "extra", "type": "text"}])
-        check(f"{tag} addSchemaAttributes", len(svc.describeSchema(schemaName=base)) == 4)
-        svc.removeSchemaAttributes(schemaName=base, attributeName=["extra"])
-        check(f"{tag} removeSchemaAttributes", len(svc.describeSchema(schemaName=base)) == 3)
-        svc.createSchema(schemaName=f"{base}/sub", plain=True)
-        check(f"{tag} listSchemas(path)", svc.listSchemas(path=base) == [f"{base}/sub"], repr(svc.listSchemas(path=base)))
-        check(f"{tag} plain schema", not svc.describeSchema(schemaName=f"{base}/sub"))
-        svc.dropSchema(schemaName=f"{base}/sub")
-        check(f"{tag} dropSchema", not svc.listSchemas(path=base))
-
-    def entries():
-        batch = []
-        for i in range(50):
-            attrs = [{"name": "size", "value": str(i)}]
-            if i % 2 == 0:
-                attrs.append({"name": "label", "value": f"even <{i}> & 'q'"})
-            batch.append({"name": f"f{i:03d}", "attribute": attrs})
-        created = svc.createEntry(schemaName=base, entry=batch)
-        check(f"{tag} createEntry", created == 50, repr(created))
-        got = svc.getAttributes(entryName=[f"{base}/f002", f"{base}/f001"], attributeName=["label", "size"])
-        check(
-            f"{tag} getAttributes",
-            [(e.name, [(a.name, a.value) for a in e.attribute]) for e in got]
-            == [
-                (f"{base}/f002", [("label", "even <2> & 'q'"), ("size", "2")]),
-                (f"{base}/f001", [("label", None), ("size", "1")]),
-            ],
-            repr(got),
-        )
-        listed = svc.listAttributes(entryName=f"{base}/f001")
-        check(f"{tag} listAttributes", [a.name for a in listed] == ["size", "label", "w"], repr(listed))
-        n = svc.setAttributes(pattern=f"{base}/f00*", condition="size < 5", attribute=[{"name": "label", "value": 'say "hi" \\o/'}])
-        check(f"{tag} setAttributes(condition)", n == 5, repr(n))
-        got = svc.getAttributes(entryName=[f"{base}/f003"], attributeName=["label"])
-        check(f"{tag} setAttributes value", got[0].attribute[0].value == 'say "hi" \\o/', repr(got))
-        n = svc.setAttributes(pattern=f"{base}/f003", attribute=[{"name": "w", "value": "0.5"}])
-        check(f"{tag} setAttributes", n == 1, repr(n))
-        n = svc.clearAttributes(pattern=f"{base}/f003", attributeName=["label", "w"])
-        check(f"{tag} clearAttributes", n == 1, repr(n))
-        got = svc.getAttributes(entryName=[f"{base}/f003"], attributeName=["label", "w"])
-        check(f"{tag} cleared", [a.value for a in got[0].attribute] == [None, None], repr(got))
-
-    def paging():
-        r = svc.query(select=[f"{base}:FILE", f"{base}:size"], condition=f"{base}:size >= 0", orderBy=f"{base}:size", pageSize=7)
-        check(f"{tag} query columns", list(r.column) == [f"{base}:FILE", f"{base}:size"], repr(r.column))
-        rows = [list(row.value) for row in r.row]
-        pages = 1
-        while r.more:
-            r = svc.nextQuery(token=r.token, pageSize=7)
-            rows.extend(list(row.value) for row in r.row)
-            pages += 1
-        check(f"{tag} paging", rows == [[f"f{i:03d}", str(i)] for i in range(50)], repr(rows[:3]))
-        check(f"{tag} pages", pages == 8, repr(pages))
-        r = svc.query(select=[f"{base}:size"], pageSize=3)
-        check(f"{tag} token", bool(r.token) and r.more, repr(r))
-        svc.endQuery(token=r.token)
-        expect_fault(f"{tag} nextQuery after endQuery", 1, svc.nextQuery, token=r.token)
-        expect_fault(f"{tag} second endQuery", 1, svc.endQuery, token=r.token)
-        # Native SQL, paged like query: the columns are the header names.
-        r = svc.sqlQuery(statement=f"SELECT FILE, size AS s FROM {base} WHERE size < 10 ORDER BY size DESC", pageSize=4)
-        check(f"{tag} sqlQuery columns", list(r.column) == ["FILE", "s"], repr(r.column))
-        rows = [list(row.value) for row in r.row]
-        while r.more:
-            r = svc.nextQuery(token=r.token, pageSize=4)
-            rows.extend(list(row.value) for row in r.row)
-        check(f"{tag} sqlQuery rows", rows == [[f"f{i:03d}", str(i)] for i in range(9, -1, -1)], repr(rows[:3]))
-        expect_fault(f"{tag} sqlQuery INSERT", 8, svc.sqlQuery, statement=f"INSERT INTO {base} (FILE) VALUES ('x')")
-        # Composite indexes.
-        svc.indexCreate(schemaName=base, indexName="by_size", attributeName=["size", "FILE"])
-        got = [(ix.name, list(ix.attributeName)) for ix in (svc.indexList(schemaName=base) or [])]
-        check(f"{tag} indexList", got == [("by_size", ["size", "FILE"])], repr(got))
-        expect_fault(f"{tag} indexCreate exists", 15, svc.indexCreate, schemaName=base, indexName="BY_SIZE", attributeName=["size"])
-        svc.indexRemove(schemaName=base, indexName="by_size")
-        check(f"{tag} indexList empty", not svc.indexList(schemaName=base), "")
-
-    def faults():
-        e = expect_fault(f"{tag} exists", 16, svc.createSchema, schemaName=base)
-        if e is not None:
-            want = "Client" if version == "1.1" else "Sender"
-            check(f"{tag} fault code", str(e.code).endswith(want), repr(e.code))
-        expect_fault(f"{tag} entry exists", 15, svc.createEntry, schemaName=base, entry=[{"name": "f001"}])
-        expect_fault(f"{tag} not exists", 1, svc.getAttributes, entryName=["/nope/x"], attributeName=["a"])
-        expect_fault(f"{tag} no attribute", 10, svc.getAttributes, entryName=[f"{base}/f001"], attributeName=["nosuch"])
-        expect_fault(f"{tag} bad query", 8, svc.query, select=[f"{base}:size"], condition="size >")
-        expect_fault(f"{tag} forged token", 8, svc.nextQuery, token="not-a-token")
-        expect_fault(
-            f"{tag} bad value", 18, svc.createEntry, schemaName=base, entry=[{"name": "g1", "attribute": [{"name": "size", "value": "x"}]}]
-        )
-        check(f"{tag} nothing created", not svc.getAttributes(entryName=[f"{base}/g*"], attributeName=["size"]))
-
-    def cleanup():
-        removed = svc.removeEntry(pattern=f"{base}/*", condition="size >= 25")
-        check(f"{tag} removeEntry(condition)", removed == 25, repr(removed))
-        removed = svc.removeEntry(pattern=f"{base}/*")
-        check(f"{tag} removeEntry", removed == 25, repr(removed))
-        svc.dropSchema(schemaName=base)
-        check(f"{tag} gone", base not in (svc.listSchemas() or []))
-
-    for name, fn in [("basics", basics), ("schema", schema), ("entries", entries), ("paging", paging), ("faults", faults), ("cleanup", cleanup)]:
-        step(f"{tag} {name}", fn)
+ZEEP = Toolkit(Fault, fault_code, lambda e: str(e.code))
 
 
 def main():
@@ -199,8 +47,8 @@ def main():
 
     svc11 = client.service
     svc12 = client.bind("MetadataCatalog", "MetadataCatalogPort12")
-    scenario(svc11, "11", "1.1")
-    scenario(svc12, "12", "1.2")
+    scenario(svc11, "11", "1.1", "zeep", ZEEP)
+    scenario(svc12, "12", "1.2", "zeep", ZEEP)
 
     # Wrong credentials: refused (HTTP 401 carrying an AuthorizationException fault).
     bad = requests.Session()
@@ -214,8 +62,7 @@ def main():
     except Exception as e:  # noqa: BLE001 - a transport error is also a refusal
         check("wrong password", "401" in str(e), repr(e))
 
-    print(f"{PASSED} passed, {FAILED} failed", flush=True)
-    return 1 if FAILED else 0
+    return report()
 
 
 if __name__ == "__main__":
