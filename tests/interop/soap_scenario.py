@@ -4,6 +4,7 @@ and paging through a query, with the same checks whichever toolkit makes the cal
 script builds its client, runs `scenario` on each port it speaks, and ends with `report()`: the
 line `N passed, M failed`, and exit status 1 if anything failed."""
 
+import argparse
 import traceback
 
 PASSED = 0
@@ -182,6 +183,16 @@ def scenario(svc, tag, version, prefix, kit):
 
     for name, fn in [("basics", basics), ("schema", schema), ("entries", entries), ("paging", paging), ("faults", faults), ("cleanup", cleanup)]:
         step(f"{tag} {name}", fn)
+
+
+def parse_args():
+    """The options every toolkit script takes: `--url` (the HTTP port's base URL), `--user`,
+    `--password`."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True, help="base URL of the server's HTTP port, e.g. http://127.0.0.1:8823")
+    ap.add_argument("--user", default="root")
+    ap.add_argument("--password", required=True)
+    return ap.parse_args()
 
 
 def report():

@@ -10,7 +10,6 @@ to a 1.2 port), so the 1.2 port is left to the other toolkits.
 Ends with the line `N passed, M failed`; exits 1 if anything failed.
 """
 
-import argparse
 import sys
 
 from suds import WebFault
@@ -18,7 +17,7 @@ from suds.client import Client
 from suds.transport import TransportError
 from suds.transport.http import HttpAuthenticated
 
-from soap_scenario import Toolkit, check, report, scenario
+from soap_scenario import Toolkit, check, parse_args, report, scenario
 
 
 def fault_code(fault):
@@ -33,11 +32,7 @@ SUDS = Toolkit(WebFault, fault_code, lambda e: str(e.fault.faultcode))
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True, help="base URL of the server's HTTP port, e.g. http://127.0.0.1:8823")
-    ap.add_argument("--user", default="root")
-    ap.add_argument("--password", required=True)
-    args = ap.parse_args()
+    args = parse_args()
 
     wsdl = f"{args.url}/soap?wsdl"
     client = Client(wsdl, transport=HttpAuthenticated(username=args.user, password=args.password), timeout=120)

@@ -8,7 +8,6 @@ faults (checking the MetadataFault detail code) and paging through a query (soap
 Ends with the line `N passed, M failed`; exits 1 if anything failed.
 """
 
-import argparse
 import sys
 
 import requests
@@ -16,7 +15,7 @@ import zeep
 from zeep.exceptions import Fault
 from zeep.transports import Transport
 
-from soap_scenario import Toolkit, check, report, scenario
+from soap_scenario import Toolkit, check, parse_args, report, scenario
 
 NS = "urn:ardacat:metadata:1"
 
@@ -34,11 +33,7 @@ ZEEP = Toolkit(Fault, fault_code, lambda e: str(e.code))
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True, help="base URL of the server's HTTP port, e.g. http://127.0.0.1:8823")
-    ap.add_argument("--user", default="root")
-    ap.add_argument("--password", required=True)
-    args = ap.parse_args()
+    args = parse_args()
 
     wsdl = f"{args.url}/soap?wsdl"
     session = requests.Session()
