@@ -1,5 +1,7 @@
 //! Ownership, modes and ACLs: `chmod`, `chown`, `acl_add`, `acl_remove`, `acl_show`.
 
+use std::mem::take;
+
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
@@ -52,7 +54,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [path, principal, rights] => {
-                Ok(Cmd::AclAdd { path: path.clone(), principal: principal.clone(), rights: rights.clone() }.into())
+                Ok(Cmd::AclAdd { path: take(path), principal: take(principal), rights: take(rights) }.into())
             }
             _ => Err(c.wrong()),
         },

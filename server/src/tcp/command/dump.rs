@@ -5,6 +5,8 @@
 //! `restore_abort`. The format, the rules and the one transaction are the catalogue's
 //! (`service::dump`); the connection only holds the restore between commands.
 
+use std::mem::take;
+
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
@@ -41,7 +43,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [] => Ok(Cmd::Dump("/".into()).into()),
-            [d] => Ok(Cmd::Dump(d.clone()).into()),
+            [d] => Ok(Cmd::Dump(take(d)).into()),
             _ => Err(c.wrong()),
         },
     },
@@ -53,7 +55,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [] => Ok(Cmd::Count("/".into()).into()),
-            [d] => Ok(Cmd::Count(d.clone()).into()),
+            [d] => Ok(Cmd::Count(take(d)).into()),
             _ => Err(c.wrong()),
         },
     },
@@ -65,7 +67,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [] => Ok(Cmd::Restore(None).into()),
-            [d] => Ok(Cmd::Restore(Some(d.clone())).into()),
+            [d] => Ok(Cmd::Restore(Some(take(d))).into()),
             _ => Err(c.wrong()),
         },
     },
@@ -75,7 +77,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         usage: "restore_put <record>...",
         kind: Write,
         in_upload: false,
-        parse: |c, a| if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Put(a.to_vec()).into()) },
+        parse: |c, a| if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Put(a.iter_mut().map(take).collect()).into()) },
     },
     CommandSpec {
         name: "restore_end",

@@ -117,7 +117,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         parse: |c, a| match a {
             [flag, dir] if flag.starts_with('-') => {
                 if RECURSIVE_FLAGS.contains(&flag.as_str()) {
-                    Ok(Cmd::RmTree(dir.clone()).into())
+                    Ok(Cmd::RmTree(take(dir)).into())
                 } else {
                     Err(Error::IllegalCommand(format!(
                         "rm: unknown option '{flag}' (use -rf; ./{flag} names an entry)"
@@ -125,8 +125,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
                 }
             }
             [flag] if flag.starts_with('-') => Err(c.usage("-rf <dir>")),
-            [pattern] => Ok(Cmd::Rm { pattern: pattern.clone(), condition: None }.into()),
-            [pattern, cond] => Ok(Cmd::Rm { pattern: pattern.clone(), condition: Some(cond.clone()) }.into()),
+            [pattern] => Ok(Cmd::Rm { pattern: take(pattern), condition: None }.into()),
+            [pattern, cond] => Ok(Cmd::Rm { pattern: take(pattern), condition: Some(take(cond)) }.into()),
             _ => Err(c.wrong()),
         },
     },

@@ -52,8 +52,8 @@ pub struct CommandSpec {
     pub kind: Kind,
     /// Allowed while an `upload` is open (only `put`, `commit` and `abort`).
     pub in_upload: bool,
-    /// The arguments after the name → the command, or a code-3 error. The parser may take
-    /// (`std::mem::take`) the arguments it keeps instead of copying them: the line is done with
+    /// The arguments after the name → the command, or a code-3 error. Parsers take
+    /// (`std::mem::take`) the arguments they keep instead of copying them: the line is done with
     /// them, and a `getattr` of 60 attributes is 60 copies fewer.
     pub parse: fn(&Call<'_>, &mut [String]) -> Result<Cmd, Error>,
 }

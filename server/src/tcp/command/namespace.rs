@@ -3,6 +3,8 @@
 //! `index_list`, `constraint_add_not_null`, `constraint_add_unique`, `constraint_add_reference`,
 //! `constraint_add_check`, `constraint_drop`, `constraint_list`.
 
+use std::mem::take;
+
 use ardacat_core::service::NewConstraint;
 use ardacat_core::{Error, RowSink};
 use tokio::io::AsyncWrite;
@@ -36,10 +38,10 @@ impl From<Cmd> for super::Cmd {
 }
 
 /// An optional path argument, `.` when absent.
-fn opt_path(c: &Call<'_>, a: &[String], make: fn(String) -> Cmd) -> Result<super::Cmd, Error> {
+fn opt_path(c: &Call<'_>, a: &mut [String], make: fn(String) -> Cmd) -> Result<super::Cmd, Error> {
     match a {
         [] => Ok(make(".".into()).into()),
-        [p] => Ok(make(p.clone()).into()),
+        [p] => Ok(make(take(p)).into()),
         _ => Err(c.wrong()),
     }
 }
@@ -52,9 +54,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [p] => Ok(Cmd::Createdir { path: p.clone(), plain: false }.into()),
+            [p] => Ok(Cmd::Createdir { path: take(p), plain: false }.into()),
             [p, plain] if plain.eq_ignore_ascii_case("plain") => {
-                Ok(Cmd::Createdir { path: p.clone(), plain: true }.into())
+                Ok(Cmd::Createdir { path: take(p), plain: true }.into())
             }
             _ => Err(c.usage("<path> [plain]")),
         },
@@ -107,10 +109,10 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [dir, name, t] => {
-                Ok(Cmd::Addattr { dir: dir.clone(), name: name.clone(), type_name: t.clone(), indexed: false }.into())
+                Ok(Cmd::Addattr { dir: take(dir), name: take(name), type_name: take(t), indexed: false }.into())
             }
             [dir, name, t, ix] if ix.eq_ignore_ascii_case("indexed") => {
-                Ok(Cmd::Addattr { dir: dir.clone(), name: name.clone(), type_name: t.clone(), indexed: true }.into())
+                Ok(Cmd::Addattr { dir: take(dir), name: take(name), type_name: take(t), indexed: true }.into())
             }
             _ => Err(c.usage("<dir> <name> <type> [indexed]")),
         },
@@ -142,7 +144,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [dir, name, attrs @ ..] if !attrs.is_empty() => {
-                Ok(Cmd::IndexCreate { dir: dir.clone(), name: name.clone(), attrs: attrs.to_vec() }.into())
+                Ok(Cmd::IndexCreate { dir: take(dir), name: take(name), attrs: attrs.iter_mut().map(take).collect() }
+                    .into())
             }
             _ => Err(c.wrong()),
         },
@@ -173,7 +176,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::NotNull { attr: attr.clone() })),
+            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::NotNull { attr: take(attr) })),
             _ => Err(c.wrong()),
         },
     },
@@ -184,7 +187,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::Unique { attr: attr.clone() })),
+            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::Unique { attr: take(attr) })),
             _ => Err(c.wrong()),
         },
     },
@@ -195,11 +198,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [dir, attr, referred, name] => Ok(constraint_add(
-                dir,
-                name,
-                NewConstraint::Reference { attr: attr.clone(), referred: referred.clone() },
-            )),
+            [dir, attr, referred, name] => {
+                Ok(constraint_add(dir, name, NewConstraint::Reference { attr: take(attr), referred: take(referred) }))
+            }
             _ => Err(c.wrong()),
         },
     },
@@ -211,7 +212,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [dir, condition, name] => {
-                Ok(constraint_add(dir, name, NewConstraint::Check { condition: condition.clone() }))
+                Ok(constraint_add(dir, name, NewConstraint::Check { condition: take(condition) }))
             }
             _ => Err(c.wrong()),
         },

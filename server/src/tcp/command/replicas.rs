@@ -2,6 +2,8 @@
 //! `replica_unregister`, `replica_list`. It parses the flags (`-c`, `-d`, `-l`) and prints the
 //! lines; who may do what is the catalogue's (`service/replicas.rs`).
 
+use std::mem::take;
+
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
@@ -43,8 +45,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [site] => Ok(Cmd::SiteAdd { site: site.clone(), server: String::new() }.into()),
-            [site, server] => Ok(Cmd::SiteAdd { site: site.clone(), server: server.clone() }.into()),
+            [site] => Ok(Cmd::SiteAdd { site: take(site), server: String::new() }.into()),
+            [site, server] => Ok(Cmd::SiteAdd { site: take(site), server: take(server) }.into()),
             _ => Err(c.wrong()),
         },
     },
@@ -102,7 +104,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             if rest.is_empty() {
                 return Err(c.wrong());
             }
-            Ok(Cmd::ReplicaList { by_entry, files: rest.to_vec() }.into())
+            Ok(Cmd::ReplicaList { by_entry, files: rest.iter_mut().map(take).collect() }.into())
         },
     },
 ];

@@ -1,5 +1,7 @@
 //! Sequences: `sequence_create`, `sequence_next`, `sequence_remove`.
 
+use std::mem::take;
+
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
@@ -33,7 +35,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             let num = |i: usize| -> Result<i64, Error> {
                 a.get(i).map_or(Ok(1), |s| s.parse().map_err(|_| c.usage("<name> <dir> [<increment> [<start>]]")))
             };
-            Ok(Cmd::Create { name: a[0].clone(), dir: a[1].clone(), increment: num(2)?, start: num(3)? }.into())
+            let (increment, start) = (num(2)?, num(3)?);
+            Ok(Cmd::Create { name: take(&mut a[0]), dir: take(&mut a[1]), increment, start }.into())
         },
     },
     CommandSpec {

@@ -2,6 +2,8 @@
 //! upload is open, `commit` and `abort` end it; the load itself is the catalogue's `BulkLoad`
 //! (its transaction, chunking and checks), which the connection only holds between commands.
 
+use std::mem::take;
+
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
@@ -55,7 +57,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [dir, attrs @ ..] => Ok(Cmd::Upload { dir: dir.clone(), attrs: attrs.to_vec() }.into()),
+            [dir, attrs @ ..] => Ok(Cmd::Upload { dir: take(dir), attrs: attrs.iter_mut().map(take).collect() }.into()),
             [] => Err(c.wrong()),
         },
     },
@@ -66,7 +68,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: true,
         parse: |c, a| match a {
-            [name, ..] => Ok(Cmd::Put { name: name.clone(), values: c.values(a, 1) }.into()),
+            [name, ..] => Ok(Cmd::Put { name: take(name), values: c.values(a, 1) }.into()),
             [] => Err(c.wrong()),
         },
     },
