@@ -25,6 +25,7 @@ on_both_backends!(
     bad_input,
     injection,
     indexes,
+    repeated_getattr_follows_every_change,
 );
 
 const END: &str = "\x04\x04";
@@ -1004,4 +1005,67 @@ async fn indexes(b: Backend) {
     ok(&mut c, "selectattr /d:FILE 'i0 = 1'", &["e1"]).await;
     ok(&mut c, "index_remove /d BYNAME", &[]).await;
     ok(&mut c, "index_list /d", &[]).await;
+}
+
+/// A session reuses its last `getattr` plan for the next one of the same shape (the hot path of
+/// a job system reading entry after entry); whatever the plan was made from — the collection,
+/// its schema, the attribute names and their order, the caller and the caller's groups — changes
+/// the answer at once on the same connection.
+async fn repeated_getattr_follows_every_change(b: Backend) {
+    let server = TestServer::start(b).await;
+    let mut root = server.raw().await;
+    for line in [
+        "user_create bob bpw",
+        "grp_create team",
+        "createdir /g",
+        "addattr /g n int",
+        "addattr /g s varchar(20)",
+        "addentry /g/e1 n 1 s one",
+        "addentry /g/e2 n 2 s two",
+        "createdir /h",
+        "addattr /h n int",
+        "addattr /h s varchar(20)",
+        "addentry /h/e1 n 9 s nine",
+    ] {
+        ok(&mut root, line, &[]).await;
+    }
+    ok(&mut root, "getattr /g/e1 n s", &["e1", "1", "one"]).await;
+    ok(&mut root, "getattr /g/e2 n s", &["e2", "2", "two"]).await;
+    ok(&mut root, "getattr /g/e* n s", &["e1", "1", "one", "e2", "2", "two"]).await;
+    // The same names in another collection, and in another order.
+    ok(&mut root, "getattr /h/e1 n s", &["e1", "9", "nine"]).await;
+    ok(&mut root, "getattr /g/e1 s n", &["e1", "one", "1"]).await;
+    ok(&mut root, "getattr /g/e1 S N", &["e1", "one", "1"]).await;
+    err(&mut root, "getattr /g/e1 s nosuch", 10).await;
+    ok(&mut root, "getattr /g/e1 s n", &["e1", "one", "1"]).await;
+    // The schema changes under the same names: `s` is now another attribute of another type.
+    ok(&mut root, "removeattr /g s", &[]).await;
+    err(&mut root, "getattr /g/e1 s n", 10).await;
+    ok(&mut root, "addattr /g s int", &[]).await;
+    ok(&mut root, "setattr /g/e1 s 5", &[]).await;
+    ok(&mut root, "getattr /g/e1 s n", &["e1", "5", "1"]).await;
+    // Inside a transaction the plan follows the transaction's own schema changes too.
+    ok(&mut root, "transaction", &[]).await;
+    ok(&mut root, "removeattr /g s", &[]).await;
+    err(&mut root, "getattr /g/e1 s n", 10).await;
+    ok(&mut root, "addattr /g s varchar(9)", &[]).await;
+    ok(&mut root, "setattr /g/e1 s five", &[]).await;
+    ok(&mut root, "getattr /g/e1 s n", &["e1", "five", "1"]).await;
+    ok(&mut root, "abort", &[]).await;
+    ok(&mut root, "getattr /g/e1 s n", &["e1", "5", "1"]).await;
+
+    // The caller: bob reads e2 only through his group, on one live connection.
+    ok(&mut root, "chmod /g rwxr-xr-x", &[]).await;
+    ok(&mut root, "chown /g/e2 root:team", &[]).await;
+    ok(&mut root, "chmod /g/e2 rw-r-----", &[]).await;
+    let mut bob = server.raw_as("bob", "bpw").await;
+    ok(&mut bob, "getattr /g/e1 n", &["e1", "1"]).await;
+    err(&mut bob, "getattr /g/e2 n", 4).await;
+    ok(&mut root, "grp_adduser team bob", &[]).await;
+    ok(&mut bob, "getattr /g/e2 n", &["e2", "2"]).await;
+    ok(&mut root, "grp_removeuser team bob", &[]).await;
+    err(&mut bob, "getattr /g/e2 n", 4).await;
+    // Root's plan of the same shape reads everything; bob's still does not.
+    ok(&mut root, "getattr /g/e2 n", &["e2", "2"]).await;
+    err(&mut bob, "getattr /g/e2 n", 4).await;
 }

@@ -170,6 +170,23 @@ pub struct SelectPlan {
     pub offset: Option<u64>,
 }
 
+/// Names the shape of a point read's plan for the store's statement cache: the service gives
+/// one id to plans that are equal in everything but their entry-name patterns (a session's
+/// repeated `getattr` of one collection and attribute list, `service::entries::get_plan`), so the
+/// store can find the statement by the id instead of comparing the plan field by field. Ids are
+/// never reused within a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ShapeId(std::num::NonZeroU64);
+
+impl ShapeId {
+    /// An id no plan had before.
+    pub fn fresh() -> ShapeId {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ShapeId(std::num::NonZeroU64::MIN.saturating_add(n))
+    }
+}
+
 impl SelectPlan {
     /// A plain read of one collection's entries: `columns` of every row `access` lets through,
     /// unfiltered, unordered, unlimited (set the other fields after).
@@ -543,8 +560,14 @@ pub trait StoreConn: Send + 'static {
     /// Streams rows into `tx` until done, or until the receiver is dropped (cancel).
     fn select(&mut self, plan: &SelectPlan, tx: RowSender) -> impl Future<Output = Result<u64>> + Send;
     /// Runs a select that can match at most a few rows (one named entry) in one round trip and
-    /// returns them whole: no stream, no channel, for the single-entry `get` hot path.
-    fn select_few(&mut self, plan: &SelectPlan) -> impl Future<Output = Result<Vec<Vec<Value>>>> + Send;
+    /// returns them whole: no stream, no channel, for the single-entry `get` hot path. `shape`:
+    /// the caller promises that every plan it passes with this id is equal to this one but for
+    /// its name patterns ([`ShapeId`]); `None` promises nothing.
+    fn select_few(
+        &mut self,
+        plan: &SelectPlan,
+        shape: Option<ShapeId>,
+    ) -> impl Future<Output = Result<Vec<Vec<Value>>>> + Send;
 
     fn acl(&mut self, collection_id: i64) -> impl Future<Output = Result<Vec<AclEntry>>> + Send;
     fn set_acl(&mut self, collection_id: i64, entry: &AclEntry) -> impl Future<Output = Result<()>> + Send;

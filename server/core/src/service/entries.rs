@@ -15,14 +15,16 @@ use super::{Catalogue, RowSink, Session};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::perm::{Principal, READ, WRITE};
-use crate::query::ast::{AttrRef, Condition, Expr, OrderItem};
+use crate::query::ast::{AttrRef, Condition, Expr};
 use crate::query::{self, Column, Scope, TableSchema, Term, expr_type};
 use crate::store::{
-    AttrDef, CollectionInfo, DeletePlan, EntryAccess, NewEntry, SelectPlan, Store, StoreConn, UpdatePlan,
+    AttrDef, CollectionInfo, DeletePlan, EntryAccess, NewEntry, SelectPlan, ShapeId, Store, StoreConn, UpdatePlan,
 };
 use crate::types::{Value, ValueType};
 
+mod get_plan;
 mod queries;
+pub(super) use get_plan::GetPlan;
 pub use queries::{QueryPage, SelectSpec};
 
 /// Bound on row batches in flight between the database cursor and the frontend:
@@ -183,11 +185,12 @@ impl<S: Store> Catalogue<S> {
         &self,
         conn: &mut S::Conn,
         plan: &SelectPlan,
+        shape: Option<ShapeId>,
         sink: &mut K,
     ) -> Result<u64> {
         let wire = WireRows::of(plan);
         let mut n = 0;
-        for row in conn.select_few(plan).await? {
+        for row in conn.select_few(plan, shape).await? {
             sink.wire_row(wire.row(row)).await?;
             n += 1;
         }
@@ -437,44 +440,29 @@ impl<S: Store> Catalogue<S> {
     ) -> Result<u64> {
         let cwd = s.cwd.clone();
         let who = s.principal.clone();
-        self.read(s, async |conn| {
-            let t = target(conn, &cwd, pattern).await?;
-            Self::check(conn, &who, &t.coll, READ).await?;
-            let all = conn.attributes(t.coll.id).await?;
-            let mut columns = Vec::with_capacity(attrs.len() + 1);
-            columns.push(col(0, Column::File, ValueType::Text));
-            let mut types = Vec::with_capacity(attrs.len() + 1);
-            types.push(ValueType::Text);
-            let mut hint = 0;
-            for n in attrs {
-                let (c, vt) = pseudo_or_attr(&all, &mut hint, &t.coll.path, n)?;
-                columns.push(col(0, c, vt));
-                types.push(vt);
-            }
-            sink.collection(&t.coll.path);
-            let plan = SelectPlan {
-                tables: vec![t.coll.id],
-                columns,
-                column_types: types,
-                filter: None,
-                name_patterns: t.like().collect(),
-                order_by: vec![OrderItem { expr: col(0, Column::File, ValueType::Text), descending: false }],
-                distinct: false,
-                limit: None,
-                after: None,
-                access: EntryAccess::new(&who, vec![READ]),
-                group_by: Vec::new(),
-                having: None,
-                offset: None,
-            };
-            let n = match t.exact {
-                Some(_) => self.run_select_one(conn, &plan, sink).await?,
-                None => self.run_select(conn, &plan, sink).await?,
-            };
-            // Nothing was written to the sink, so the caller can still answer with an error.
-            t.matched(conn, n, Matched::Reads).await
-        })
-        .await
+        // The session's last plan serves again when nothing it was made from changed.
+        let mut kept = s.get_plan.take();
+        let result = self
+            .read(s, async |conn| {
+                let t = target(conn, &cwd, pattern).await?;
+                Self::check(conn, &who, &t.coll, READ).await?;
+                let schema = conn.attributes(t.coll.id).await?;
+                let get = match &mut kept {
+                    Some(get) if get.serves(t.coll.id, &schema, &who, attrs) => get,
+                    _ => kept.insert(GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?),
+                };
+                sink.collection(&t.coll.path);
+                let (plan, shape) = get.with_names(t.like());
+                let n = match t.exact {
+                    Some(_) => self.run_select_one(conn, plan, Some(shape), sink).await?,
+                    None => self.run_select(conn, plan, sink).await?,
+                };
+                // Nothing was written to the sink, so the caller can still answer with an error.
+                t.matched(conn, n, Matched::Reads).await
+            })
+            .await;
+        s.get_plan = kept;
+        result
     }
 
     /// `updateattr <pattern> (attr expr)… <condition>`: update by query with implicit joins.

@@ -82,6 +82,8 @@ pub struct Session<S: Store> {
     /// Read-your-writes on a site replica: the primary's WAL position after this session's last
     /// forwarded write, until the standby has replayed past it (`standby.rs`).
     wait_lsn: Option<String>,
+    /// The last `getattr`'s plan, for the next one of the same shape (`entries/get_plan.rs`).
+    get_plan: Option<entries::GetPlan>,
 }
 
 impl<S: Store> Session<S> {
@@ -97,6 +99,7 @@ impl<S: Store> Session<S> {
             auth_dirty: false,
             service_account: None,
             wait_lsn: None,
+            get_plan: None,
         }
     }
 

@@ -135,12 +135,13 @@ impl SqlConn {
         self.conn.stream(&c.sql, &c.params, &c.types, tx).await.map_err(map_err)
     }
 
-    pub(super) async fn select_few(&mut self, plan: &SelectPlan) -> Result<Vec<Vec<Value>>> {
+    pub(super) async fn select_few(&mut self, plan: &SelectPlan, shape: Option<ShapeId>) -> Result<Vec<Vec<Value>>> {
         if !self.tables_exist(&plan.tables).await? {
             return Ok(Vec::new());
         }
         // The text is compiled once per plan shape (`sql::point`); a `get` binds its name.
-        let c = self.point_sql.lock().unwrap_or_else(std::sync::PoisonError::into_inner).compile(self.dialect, plan);
+        let c =
+            self.point_sql.lock().unwrap_or_else(std::sync::PoisonError::into_inner).compile(self.dialect, plan, shape);
         self.conn.query_point(&c.sql, &c.params, &c.types).await.map_err(map_err)
     }
 }

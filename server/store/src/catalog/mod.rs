@@ -30,7 +30,7 @@ use ardacat_core::query::Term;
 use ardacat_core::query::ast::Expr;
 use ardacat_core::store::{
     AttrDef, Attributes, CollectionInfo, ConstraintDef, ConstraintRule, DeletePlan, EntryMeta, EntryMetaChange,
-    IndexColumn, IndexDef, NewEntry, RemoteChanges, RowSender, SavedTcpSession, SelectPlan, SiteRecord, Store,
+    IndexColumn, IndexDef, NewEntry, RemoteChanges, RowSender, SavedTcpSession, SelectPlan, ShapeId, SiteRecord, Store,
     StoreConn, UpdatePlan, UserRecord,
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
@@ -519,8 +519,8 @@ impl StoreConn for SqlConn {
         SqlConn::select(self, plan, tx).await
     }
 
-    async fn select_few(&mut self, plan: &SelectPlan) -> Result<Vec<Vec<Value>>> {
-        SqlConn::select_few(self, plan).await
+    async fn select_few(&mut self, plan: &SelectPlan, shape: Option<ShapeId>) -> Result<Vec<Vec<Value>>> {
+        SqlConn::select_few(self, plan, shape).await
     }
 
     async fn set_acl(&mut self, collection_id: i64, e: &AclEntry) -> Result<()> {

@@ -11,12 +11,16 @@
 //! only plans whose other parameters cannot differ while comparing equal are taken: plain
 //! column lists and orders, no filter, no keyset, no grouping (no literals, whose floats compare
 //! `0.0 == -0.0`).
+//!
+//! A plan that comes with a [`ShapeId`] finds its template by the id alone once the id has been
+//! seen (the service promises equal plans for one id), skipping the comparison of its sixty
+//! columns; the first plan of an id is compared as any other.
 
 use std::sync::Arc;
 
 use ardacat_core::query::Term;
 use ardacat_core::query::ast::{Expr, OrderItem};
-use ardacat_core::store::SelectPlan;
+use ardacat_core::store::{SelectPlan, ShapeId};
 use ardacat_core::types::{Value, ValueType};
 
 use super::Dialect;
@@ -24,6 +28,9 @@ use super::compile::{Compiled, compile_select, literal_of_like};
 
 /// Templates kept at most; past it the cache starts again (a miss costs one compilation).
 pub const MAX_TEMPLATES: usize = 256;
+/// Shape ids a template remembers at most (one per session that reads this shape); past it
+/// the list starts again, and a forgotten id is found by comparison once more.
+pub const MAX_SHAPES: usize = 64;
 
 const SENTINELS: [&str; 2] = ["ardacat point sentinel one", "ardacat point sentinel two"];
 
@@ -35,6 +42,19 @@ struct Template {
     params: Vec<Value>,
     name_slots: Vec<usize>,
     types: Vec<ValueType>,
+    /// Ids of plans known to have this shape.
+    shapes: Vec<ShapeId>,
+}
+
+impl Template {
+    fn remember(&mut self, shape: Option<ShapeId>) {
+        if let Some(id) = shape {
+            if self.shapes.len() >= MAX_SHAPES {
+                self.shapes.clear();
+            }
+            self.shapes.push(id);
+        }
+    }
 }
 
 /// A point read ready to run.
@@ -55,10 +75,17 @@ pub struct PointCache {
 
 impl PointCache {
     /// The statement of `plan`: from a template when one fits, else compiled (and a template
-    /// made when the plan's shape allows one).
-    pub fn compile(&mut self, d: Dialect, plan: &SelectPlan) -> PointSql {
+    /// made when the plan's shape allows one). `shape`: see [`ShapeId`] — a template that has
+    /// seen the id is taken without comparing the plan.
+    pub fn compile(&mut self, d: Dialect, plan: &SelectPlan, shape: Option<ShapeId>) -> PointSql {
         let Some(name) = exact_name(plan) else { return plain(compile_select(d, plan)) };
-        if let Some(t) = self.templates.iter().find(|t| same_but_name(&t.plan, plan)) {
+        let known = shape.and_then(|id| self.templates.iter().position(|t| t.shapes.contains(&id)));
+        let found = known.or_else(|| {
+            let i = self.templates.iter().position(|t| same_but_name(&t.plan, plan))?;
+            self.templates[i].remember(shape);
+            Some(i)
+        });
+        if let Some(t) = found.map(|i| &self.templates[i]) {
             self.hits += 1;
             let mut params = t.params.clone();
             for &i in &t.name_slots {
@@ -67,10 +94,11 @@ impl PointCache {
             return PointSql { sql: t.sql.clone(), params, types: t.types.clone() };
         }
         let real = compile_select(d, plan);
-        if let Some(t) = template(d, plan, &name, &real) {
+        if let Some(mut t) = template(d, plan, &name, &real) {
             if self.templates.len() >= MAX_TEMPLATES {
                 self.templates.clear();
             }
+            t.remember(shape);
             self.templates.push(t);
         }
         plain(real)
@@ -126,7 +154,14 @@ fn template(d: Dialect, plan: &SelectPlan, name: &str, real: &Compiled) -> Optio
     if name_slots.is_empty() || filled != real.params || a.types != real.types {
         return None;
     }
-    Some(Template { plan: named(plan, ""), sql: a.sql.into(), params: a.params, name_slots, types: a.types })
+    Some(Template {
+        plan: named(plan, ""),
+        sql: a.sql.into(),
+        params: a.params,
+        name_slots,
+        types: a.types,
+        shapes: Vec::new(),
+    })
 }
 
 /// Every field equal, the name pattern's table included, its text aside.
@@ -207,7 +242,7 @@ mod tests {
             for who in [&root, &alice, &e1] {
                 for name in ["e1", "e_2", "100%", "it's", "e1", "Ω\\x", "ardacat point sentinel one", "e1"] {
                     let plan = get_plan(name, who, 2);
-                    assert_eq!(cache.compile(d, &plan), plain(compile_select(d, &plan)), "{d:?} {name} {who:?}");
+                    assert_eq!(cache.compile(d, &plan, None), plain(compile_select(d, &plan)), "{d:?} {name} {who:?}");
                 }
             }
             assert!(cache.hits >= 3 * 7, "{} hits", cache.hits);
@@ -221,7 +256,7 @@ mod tests {
         let d = Dialect::Postgres;
         let mut cache = PointCache::default();
         let base = get_plan("e1", &alice, 2);
-        cache.compile(d, &base);
+        cache.compile(d, &base, None);
         // Another attribute, another caller, another group list, a pattern, a filter.
         let mut variants = vec![
             get_plan("e1", &alice, 3),
@@ -236,8 +271,44 @@ mod tests {
         limited.limit = Some(1);
         variants.push(limited);
         for v in &variants {
-            assert_eq!(cache.compile(d, v), plain(compile_select(d, v)));
+            assert_eq!(cache.compile(d, v, None), plain(compile_select(d, v)));
         }
         assert_eq!(cache.hits, 0, "no variant may use another shape's template");
+    }
+
+    #[test]
+    fn a_known_shape_id_finds_its_template_without_comparing() {
+        let alice = user("alice", &["atlas"]);
+        for d in [Dialect::Sqlite, Dialect::Postgres] {
+            let mut cache = PointCache::default();
+            let (first, second) = (ShapeId::fresh(), ShapeId::fresh());
+            for (name, id) in [("e1", first), ("e2", first), ("e3", second), ("e'4", second), ("e5", first)] {
+                let plan = get_plan(name, &alice, 2);
+                assert_eq!(cache.compile(d, &plan, Some(id)), plain(compile_select(d, &plan)), "{d:?} {name}");
+            }
+            assert_eq!(cache.templates.len(), 1, "one shape, one template");
+            assert_eq!(cache.templates[0].shapes, [first, second], "the second id was found by comparison");
+            // The id is trusted: a plan of another shape under a known id gets that id's
+            // statement (which is why the service gives an id only to plans equal but for the name).
+            let other = get_plan("e6", &alice, 3);
+            let trusted = cache.compile(d, &other, Some(first));
+            assert_eq!(trusted, plain(compile_select(d, &get_plan("e6", &alice, 2))));
+            assert_ne!(trusted, plain(compile_select(d, &other)));
+            // Without the id, or under a new one, it is compared and compiled as its own shape.
+            assert_eq!(cache.compile(d, &other, Some(ShapeId::fresh())), plain(compile_select(d, &other)));
+            assert_eq!(cache.templates.len(), 2);
+        }
+    }
+
+    #[test]
+    fn a_template_remembers_a_bounded_number_of_ids() {
+        let alice = user("alice", &["atlas"]);
+        let mut cache = PointCache::default();
+        let ids: Vec<ShapeId> = (0..MAX_SHAPES + 5).map(|_| ShapeId::fresh()).collect();
+        for id in &ids {
+            cache.compile(Dialect::Sqlite, &get_plan("e1", &alice, 2), Some(*id));
+        }
+        assert_eq!(cache.templates.len(), 1);
+        assert_eq!(cache.templates[0].shapes, ids[MAX_SHAPES..], "the list started again when full");
     }
 }

@@ -114,7 +114,7 @@ impl<S: Store> Catalogue<S> {
                 let count = Expr::Call(Func::Aggregate(Aggregate::Count, false), Vec::new());
                 let access = EntryAccess::new(&who, vec![READ]);
                 let plan = SelectPlan::of_collection(c.id, vec![count], vec![ValueType::Int], access);
-                match conn.select_few(&plan).await?.first().and_then(|r| r.first()) {
+                match conn.select_few(&plan, None).await?.first().and_then(|r| r.first()) {
                     Some(Value::Int(n)) => total += u64::try_from(*n).unwrap_or(0),
                     // No entry table yet (it is made with the first entry): nothing to count.
                     None => {}
