@@ -319,7 +319,7 @@ async fn handle_soap(st: Arc<SoapState>, req: Request, line: &mut RequestLine) -
 
     let started = Instant::now();
     let session = match auth::session_for(&st.shared, &st.auth, headers, peer, subject).await {
-        Ok(s) => s,
+        Ok(s) => s.for_one_request(),
         Err(f) => return auth_failure(hint, f),
     };
     // A service account (`user_may_sudo`) has no business on SOAP: it cannot sudo here.

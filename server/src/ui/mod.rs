@@ -212,7 +212,7 @@ pub(crate) async fn ctx(st: &UiState, headers: &HeaderMap, uri: &Uri) -> Result<
     };
     let Some(id) = cookie(headers, SESSION_COOKIE) else { return Err(to_login()) };
     let Some(web) = st.sessions.get(id) else { return Err(to_login()) };
-    let mut s = Session::new(web.principal.clone());
+    let mut s = Session::new(web.principal.clone()).for_one_request();
     match st.shared.catalogue.refresh(&mut s).await {
         Ok(()) => Ok(Ctx { id: id.to_string(), web, s }),
         Err(Error::PermissionDenied(_)) => {

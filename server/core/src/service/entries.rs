@@ -442,19 +442,27 @@ impl<S: Store> Catalogue<S> {
         let who = s.principal.clone();
         // The session's last plan serves again when nothing it was made from changed.
         let mut kept = s.get_plan.take();
+        let keep = s.keeps_plans;
         let result = self
             .read(s, async |conn| {
                 let t = target(conn, &cwd, pattern).await?;
                 Self::check(conn, &who, &t.coll, READ).await?;
                 let schema = conn.attributes(t.coll.id).await?;
-                let get = match &mut kept {
-                    Some(get) if get.serves(t.coll.id, &schema, &who, attrs) => get,
-                    _ => kept.insert(GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?),
+                let once;
+                let (plan, shape) = if keep {
+                    let get = match &mut kept {
+                        Some(get) if get.serves(t.coll.id, &schema, &who, attrs) => get,
+                        _ => kept.insert(GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?),
+                    };
+                    let (plan, shape) = get.with_names(t.like());
+                    (plan, Some(shape))
+                } else {
+                    once = get_plan::plan(t.coll.id, &t.coll.path, &schema, &who, attrs, t.like())?;
+                    (&once, None)
                 };
                 sink.collection(&t.coll.path);
-                let (plan, shape) = get.with_names(t.like());
                 let n = match t.exact {
-                    Some(_) => self.run_select_one(conn, plan, Some(shape), sink).await?,
+                    Some(_) => self.run_select_one(conn, plan, shape, sink).await?,
                     None => self.run_select(conn, plan, sink).await?,
                 };
                 // Nothing was written to the sink, so the caller can still answer with an error.

@@ -84,6 +84,9 @@ pub struct Session<S: Store> {
     wait_lsn: Option<String>,
     /// The last `getattr`'s plan, for the next one of the same shape (`entries/get_plan.rs`).
     get_plan: Option<entries::GetPlan>,
+    /// Whether a command may leave state for the next one (`get_plan`): not in a session made
+    /// for one request ([`Session::for_one_request`]), which would only pay for keeping it.
+    keeps_plans: bool,
 }
 
 impl<S: Store> Session<S> {
@@ -100,7 +103,15 @@ impl<S: Store> Session<S> {
             service_account: None,
             wait_lsn: None,
             get_plan: None,
+            keeps_plans: true,
         }
+    }
+
+    /// A session that serves one request (a SOAP call, a web page) and is dropped after it: it
+    /// keeps no plan for a next command.
+    pub fn for_one_request(mut self) -> Self {
+        self.keeps_plans = false;
+        self
     }
 
     /// Mark the principal's groups as read at `epoch` ([`Catalogue::auth_epoch`], taken before

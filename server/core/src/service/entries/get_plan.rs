@@ -21,7 +21,11 @@ pub(crate) struct GetPlan {
     /// the store's cache a new `Arc`, so holding this one keeps its address from being reused.
     schema: Attributes,
     principal: Principal,
-    names: Vec<String>,
+    /// The attribute names asked for, one after the other, and where each ends: two
+    /// allocations however many names, since a session that never reads again (a SOAP
+    /// request's) pays for keeping them.
+    names: String,
+    name_ends: Vec<usize>,
     /// Given to the store with every use: all uses differ only in the name patterns.
     shape: ShapeId,
     plan: SelectPlan,
@@ -37,19 +41,22 @@ impl GetPlan {
         who: &Principal,
         names: &[String],
     ) -> Result<GetPlan> {
-        let mut columns = Vec::with_capacity(names.len() + 1);
-        columns.push(col(0, Column::File, ValueType::Text));
-        let mut types = Vec::with_capacity(names.len() + 1);
-        types.push(ValueType::Text);
-        let mut hint = 0;
+        let plan = plan(collection, path, &schema, who, names, std::iter::empty())?;
+        let mut joined = String::with_capacity(names.iter().map(String::len).sum());
+        let mut name_ends = Vec::with_capacity(names.len());
         for n in names {
-            let (c, vt) = pseudo_or_attr(&schema, &mut hint, path, n)?;
-            columns.push(col(0, c, vt));
-            types.push(vt);
+            joined.push_str(n);
+            name_ends.push(joined.len());
         }
-        let mut plan = SelectPlan::of_collection(collection, columns, types, EntryAccess::new(who, vec![READ]));
-        plan.order_by = vec![OrderItem { expr: col(0, Column::File, ValueType::Text), descending: false }];
-        Ok(GetPlan { collection, schema, principal: who.clone(), names: names.to_vec(), shape: ShapeId::fresh(), plan })
+        Ok(GetPlan {
+            collection,
+            schema,
+            principal: who.clone(),
+            names: joined,
+            name_ends,
+            shape: ShapeId::fresh(),
+            plan,
+        })
     }
 
     /// Whether this plan is the one [`GetPlan::new`] would make for these arguments.
@@ -57,7 +64,17 @@ impl GetPlan {
         self.collection == collection
             && Arc::ptr_eq(&self.schema, schema)
             && self.principal == *who
-            && self.names == names
+            && self.same_names(names)
+    }
+
+    fn same_names(&self, names: &[String]) -> bool {
+        let mut start = 0;
+        names.len() == self.name_ends.len()
+            && names.iter().zip(&self.name_ends).all(|(n, &end)| {
+                let kept = &self.names[start..end];
+                start = end;
+                kept == n
+            })
     }
 
     /// The plan reading the entries matching `patterns`, and its shape id.
@@ -65,5 +82,86 @@ impl GetPlan {
         self.plan.name_patterns.clear();
         self.plan.name_patterns.extend(patterns);
         (&self.plan, self.shape)
+    }
+}
+
+/// The plan of `getattr` of `names` in collection `collection` (`path`, for messages) with
+/// schema `schema`, for `who`, reading the entries matching `patterns`.
+pub(crate) fn plan(
+    collection: i64,
+    path: &str,
+    schema: &Attributes,
+    who: &Principal,
+    names: &[String],
+    patterns: impl Iterator<Item = (usize, String)>,
+) -> Result<SelectPlan> {
+    let mut columns = Vec::with_capacity(names.len() + 1);
+    columns.push(col(0, Column::File, ValueType::Text));
+    let mut types = Vec::with_capacity(names.len() + 1);
+    types.push(ValueType::Text);
+    let mut hint = 0;
+    for n in names {
+        let (c, vt) = pseudo_or_attr(schema, &mut hint, path, n)?;
+        columns.push(col(0, c, vt));
+        types.push(vt);
+    }
+    let mut plan = SelectPlan::of_collection(collection, columns, types, EntryAccess::new(who, vec![READ]));
+    plan.order_by = vec![OrderItem { expr: col(0, Column::File, ValueType::Text), descending: false }];
+    plan.name_patterns.extend(patterns);
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::AttrDef;
+    use crate::types::AttrType;
+
+    fn a_schema() -> Attributes {
+        ["a", "ab", "b"]
+            .iter()
+            .zip(1..)
+            .map(|(n, id)| AttrDef { id, name: (*n).into(), attr_type: AttrType::Int, indexed: false })
+            .collect::<Vec<_>>()
+            .into()
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn serves_only_what_it_was_made_for() {
+        let schema = a_schema();
+        let alice = Principal { user: "alice".into(), groups: vec!["atlas".into()], may_sudo: false };
+        let get = GetPlan::new(7, "/c", schema.clone(), &alice, &names(&["a", "b"])).unwrap();
+        assert!(get.serves(7, &schema, &alice, &names(&["a", "b"])));
+        // Names that join to the same text are still other names.
+        assert!(!get.serves(7, &schema, &alice, &names(&["ab"])));
+        assert!(!get.serves(7, &schema, &alice, &names(&["a", "b", ""])));
+        assert!(!get.serves(7, &schema, &alice, &names(&["b", "a"])));
+        assert!(!get.serves(7, &schema, &alice, &names(&["a"])));
+        // The same schema's text in another `Arc`: re-read, so not trusted.
+        assert!(!get.serves(7, &a_schema(), &alice, &names(&["a", "b"])));
+        assert!(!get.serves(8, &schema, &alice, &names(&["a", "b"])));
+        let mut other = alice.clone();
+        other.groups.push("cms".into());
+        assert!(!get.serves(7, &schema, &other, &names(&["a", "b"])));
+    }
+
+    /// A kept plan with its names set is the plan a one-request session builds each time.
+    #[test]
+    fn a_kept_plan_is_the_plan_built_once() {
+        let schema = a_schema();
+        let bob = Principal { user: "bob".into(), groups: vec![], may_sudo: false };
+        let asked = names(&["b", "FILE", "A", "permissions"]);
+        let mut get = GetPlan::new(7, "/c", schema.clone(), &bob, &asked).unwrap();
+        for pattern in ["e1", "e%", "x"] {
+            let once = plan(7, "/c", &schema, &bob, &asked, std::iter::once((0, pattern.to_string()))).unwrap();
+            let (kept, _) = get.with_names(std::iter::once((0, pattern.to_string())));
+            assert_eq!(format!("{kept:?}"), format!("{once:?}"));
+        }
+        let unknown = GetPlan::new(7, "/c", schema, &bob, &names(&["a", "nosuch"]));
+        assert!(matches!(unknown, Err(crate::error::Error::NoSuchAttribute(m)) if m == "/c:nosuch"));
     }
 }
