@@ -218,8 +218,10 @@ tokio::task_local! {
 }
 
 /// Run `f` with a fresh rows counter, which it may hand to tasks it spawns ([`rows_handle`]).
-pub async fn with_rows<F: Future>(rows: Arc<AtomicU64>, f: F) -> F::Output {
-    ROWS.scope(rows, f).await
+/// Not an `async fn`: that would hold `f` twice in its state (before and inside the scope),
+/// doubling the size of every request future that goes through it.
+pub fn with_rows<F: Future>(rows: Arc<AtomicU64>, f: F) -> impl Future<Output = F::Output> {
+    ROWS.scope(rows, f)
 }
 
 /// The current request's rows counter, to carry into a spawned task.

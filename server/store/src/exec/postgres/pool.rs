@@ -85,7 +85,9 @@ impl Slots {
                 return Ok(Live { conn, permit });
             }
         }
-        let conn = self.factory.acquire().await?;
+        // Boxed: sqlx's acquire is an 8.6 KB future, and inline it made every store, service
+        // and frontend future above it that much larger, each copy of them copying it too.
+        let conn = Box::pin(self.factory.acquire()).await?;
         Ok(Live { conn: PoolConnection::<Postgres>::detach(conn), permit })
     }
 
