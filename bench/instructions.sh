@@ -8,14 +8,17 @@
 # with `ardacat bench --setup --entries 1000`, runs SCENARIO over TCP on one connection for
 # OPS_SECONDS and then for 1 s, counting each run from zero, and prints the instructions per
 # operation of the difference (all the server's threads: request, SQLite, log writer). KEEP=PREFIX
-# keeps the first run's callgrind file as PREFIX.<bin dir name> for callgrind_annotate.
+# keeps the first run's callgrind file as PREFIX.<bin dir name> for callgrind_annotate, and the
+# second (one-second) run's as PREFIX.<bin dir name>.short, to take a function's fixed costs out.
+# PROTOCOL=soap runs the scenario over SOAP (the server's HTTP port) instead of TCP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/db.sh
 (($# >= 3)) || { echo "usage: bench/instructions.sh SCENARIO OPS_SECONDS BIN_DIR…" >&2; exit 2; }
 scenario=$1; secs=$2; shift 2
+protocol=${PROTOCOL:-tcp}
 command -v callgrind_control >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
-echo "date $(date -u '+%F %T') UTC; $(lscpu | grep 'Model name' | tr -s ' '); ${DATABASE:-sqlite}; $scenario over TCP, 1 connection, $secs s under callgrind"
+echo "date $(date -u '+%F %T') UTC; $(lscpu | grep 'Model name' | tr -s ' '); ${DATABASE:-sqlite}; $scenario over $protocol, 1 connection, $secs s under callgrind"
 for bin in "$@"; do
     work=$(mktemp -d); port=$((20000 + RANDOM % 20000))
     fresh_db ardacat_instr_$$_$port "$work"
@@ -27,15 +30,17 @@ for bin in "$@"; do
     trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; drop_db; rm -rf "$work"' EXIT
     for _ in $(seq 600); do grep -q listening "$work/server.log" && break; sleep 0.2; done
     grep -q listening "$work/server.log" || { cat "$work/server.log" >&2; exit 1; }
-    client=("$bin/ardacat" bench --host 127.0.0.1 --port $port --login root --password pw)
-    "${client[@]}" --setup --entries 1000 --scenario ping --duration 1 >/dev/null 2>&1
+    client=("$bin/ardacat" bench --host 127.0.0.1 --login root --password pw)
+    "${client[@]}" --port $port --setup --entries 1000 --scenario ping --duration 1 >/dev/null 2>&1
     # Two runs on the server, each from a fresh zero to a dump (parts 1 and 2): SECS seconds, then
     # one second. Their difference is SECS - 1 seconds of operations without the fixed costs each
     # run has (the load generator's connection and login: an argon2 hash is millions).
     run() {
         callgrind_control --zero $server >/dev/null 2>&1
         local json
-        json=$("${client[@]}" --entries 1000 --scenario "$scenario" --connections 1 --duration "$1" --json | tail -1)
+        local target=$port; [[ $protocol == soap ]] && target=$((port + 1))
+        json=$("${client[@]}" --port $target --protocol "$protocol" --entries 1000 --scenario "$scenario" \
+            --connections 1 --duration "$1" --json | tail -1)
         callgrind_control --dump $server >/dev/null 2>&1
         # An operation that failed costs less than one that did not: a run with errors counts for nothing.
         python3 -c 'import json, sys; r = json.loads(sys.argv[1]); print(r["ops"]) if r["errors"] == 0 else sys.exit("errors: %s" % sys.argv[1])' "$json"
@@ -47,7 +52,7 @@ for bin in "$@"; do
     total() { grep -oP '^(summary|totals): \K[0-9]+' "$(ls "$work"/cg.*."$1")" | head -1; }
     long=$(total 1); short=$(total 2); ops=$((ops_long - ops_short)); dump=$(ls "$work"/cg.*.1)
     printf '%-24s %6d ops  %12.0f instructions per op\n' "$bin" "$ops" "$(echo "($long - $short) / $ops" | bc -l)"
-    [[ -n ${KEEP:-} ]] && cp "$dump" "$KEEP.$(basename "$bin")"
+    [[ -n ${KEEP:-} ]] && cp "$dump" "$KEEP.$(basename "$bin")" && cp "$(ls "$work"/cg.*.2)" "$KEEP.$(basename "$bin").short"
     rm -rf "$work"
     trap - EXIT
 done
