@@ -44,19 +44,18 @@ impl PlainVisitor<'_> {
 
     /// Write ` name=` (the space unless first) and then the value by `value`.
     fn field(&mut self, name: &str, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
-        if self.result.is_err() {
-            return;
+        if self.result.is_ok() {
+            self.result = self.write_field(name, value);
         }
-        self.result = (|| {
-            if self.is_empty {
-                self.is_empty = false;
-            } else {
-                self.writer.write_char(' ')?;
-            }
-            self.writer.write_str(name)?;
-            self.writer.write_char('=')?;
-            value(&mut self.writer)
-        })();
+    }
+
+    fn write_field(&mut self, name: &str, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) -> fmt::Result {
+        if !std::mem::take(&mut self.is_empty) {
+            self.writer.write_char(' ')?;
+        }
+        self.writer.write_str(name)?;
+        self.writer.write_char('=')?;
+        value(&mut self.writer)
     }
 
     /// Let `DefaultVisitor` record the field, continuing this line.
