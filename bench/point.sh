@@ -17,18 +17,30 @@ bin=$1; scenario=$2; protocol=$3; conns=$4; secs=$5; shift 5
 work=$(mktemp -d); port=$((20000 + RANDOM % 20000))
 source "$(dirname "$0")/db.sh"
 fresh_db ardacat_point_$$_$port "$work"
-# The load generator is one address: no per-address cap.
-ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server" --tcp-port $port --http-port $((port + 1)) \
-    --database "$url" ${SERVER_ARGS:-} >"$work/server.log" 2>&1 &
-server=$!
+server=
 cleanup() {
     # Under set -e a failing command would end the trap: the server may be gone already.
-    kill $server 2>/dev/null || true; wait $server 2>/dev/null || true
+    [[ -n $server ]] && { kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; }
     drop_db
     rm -rf "$work"
 }
 trap cleanup EXIT
-for _ in $(seq 100); do grep -q listening "$work/server.log" && break; sleep 0.2; done
+# A random port may be taken by another process: a server that cannot listen is started again on
+# another one (up to five times), and one that never listens ends the point with its log.
+for _ in 1 2 3 4 5; do
+    # The load generator is one address: no per-address cap.
+    ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server" --tcp-port $port \
+        --http-port $((port + 1)) --database "$url" ${SERVER_ARGS:-} >"$work/server.log" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+        grep -q listening "$work/server.log" && break 2
+        kill -0 $server 2>/dev/null || break
+        sleep 0.2
+    done
+    kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; server=
+    port=$((20000 + RANDOM % 20000))
+done
+[[ -n $server ]] || { echo "the server never listened:" >&2; cat "$work/server.log" >&2; exit 1; }
 client=("$bin/ardacat" bench --host 127.0.0.1 --login root --password pw)
 "${client[@]}" --port $port --setup --entries 10000 --scenario ping --duration 1 >/dev/null
 target=$port; [[ $protocol == soap ]] && target=$((port + 1))
