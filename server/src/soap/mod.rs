@@ -273,8 +273,11 @@ async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
         operation = tracing::field::Empty,
     );
     let rows = Arc::new(AtomicU64::new(0));
-    let response =
-        crate::logging::with_rows(rows.clone(), handle_soap(st, req, &mut line)).instrument(span.clone()).await;
+    // Boxed: the request's 8 KB future would otherwise be copied whole each time the layers above
+    // (tower's boxing of the handler among them) move this one.
+    let response = crate::logging::with_rows(rows.clone(), Box::pin(handle_soap(st, req, &mut line)))
+        .instrument(span.clone())
+        .await;
     line.code = response.extensions().get::<OutcomeCode>().map_or(0, |c| c.0);
     let done = LogOnDrop { line, rows, started, span };
     if response.body().size_hint().exact().is_some() {
