@@ -16,6 +16,7 @@
 //! seen (the service promises equal plans for one id), skipping the comparison of its sixty
 //! columns; the first plan of an id is compared as any other.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ardacat_core::query::Term;
@@ -28,9 +29,9 @@ use super::compile::{Compiled, compile_select, literal_of_like};
 
 /// Templates kept at most; past it the cache starts again (a miss costs one compilation).
 pub const MAX_TEMPLATES: usize = 256;
-/// Shape ids a template remembers at most (one per session that reads this shape); past it
-/// the list starts again, and a forgotten id is found by comparison once more.
-pub const MAX_SHAPES: usize = 64;
+/// Shape ids remembered at most (one per session that reads by point); past it the index starts
+/// again, and a forgotten id is found by comparison once more.
+pub const MAX_SHAPES: usize = 4096;
 
 const SENTINELS: [&str; 2] = ["ardacat point sentinel one", "ardacat point sentinel two"];
 
@@ -42,19 +43,6 @@ struct Template {
     params: Vec<Value>,
     name_slots: Vec<usize>,
     types: Vec<ValueType>,
-    /// Ids of plans known to have this shape.
-    shapes: Vec<ShapeId>,
-}
-
-impl Template {
-    fn remember(&mut self, shape: Option<ShapeId>) {
-        if let Some(id) = shape {
-            if self.shapes.len() >= MAX_SHAPES {
-                self.shapes.clear();
-            }
-            self.shapes.push(id);
-        }
-    }
 }
 
 /// A point read ready to run.
@@ -69,6 +57,8 @@ pub struct PointSql {
 #[derive(Debug, Default)]
 pub struct PointCache {
     templates: Vec<Template>,
+    /// The template of each shape id seen (an index into `templates`).
+    shapes: HashMap<ShapeId, usize>,
     /// Compilations answered from a template (for tests and curiosity).
     pub hits: u64,
 }
@@ -79,10 +69,10 @@ impl PointCache {
     /// seen the id is taken without comparing the plan.
     pub fn compile(&mut self, d: Dialect, plan: &SelectPlan, shape: Option<ShapeId>) -> PointSql {
         let Some(name) = exact_name(plan) else { return plain(compile_select(d, plan)) };
-        let known = shape.and_then(|id| self.templates.iter().position(|t| t.shapes.contains(&id)));
+        let known = shape.and_then(|id| self.shapes.get(&id).copied());
         let found = known.or_else(|| {
             let i = self.templates.iter().position(|t| same_but_name(&t.plan, plan))?;
-            self.templates[i].remember(shape);
+            self.remember(shape, i);
             Some(i)
         });
         if let Some(t) = found.map(|i| &self.templates[i]) {
@@ -94,14 +84,25 @@ impl PointCache {
             return PointSql { sql: t.sql.clone(), params, types: t.types.clone() };
         }
         let real = compile_select(d, plan);
-        if let Some(mut t) = template(d, plan, &name, &real) {
+        if let Some(t) = template(d, plan, &name, &real) {
             if self.templates.len() >= MAX_TEMPLATES {
                 self.templates.clear();
+                self.shapes.clear();
             }
-            t.remember(shape);
             self.templates.push(t);
+            self.remember(shape, self.templates.len() - 1);
         }
         plain(real)
+    }
+
+    /// Note that plans of id `shape` (if any) use template `template`.
+    fn remember(&mut self, shape: Option<ShapeId>, template: usize) {
+        if let Some(id) = shape {
+            if self.shapes.len() >= MAX_SHAPES {
+                self.shapes.clear();
+            }
+            self.shapes.insert(id, template);
+        }
     }
 }
 
@@ -154,14 +155,7 @@ fn template(d: Dialect, plan: &SelectPlan, name: &str, real: &Compiled) -> Optio
     if name_slots.is_empty() || filled != real.params || a.types != real.types {
         return None;
     }
-    Some(Template {
-        plan: named(plan, ""),
-        sql: a.sql.into(),
-        params: a.params,
-        name_slots,
-        types: a.types,
-        shapes: Vec::new(),
-    })
+    Some(Template { plan: named(plan, ""), sql: a.sql.into(), params: a.params, name_slots, types: a.types })
 }
 
 /// Every field equal, the name pattern's table included, its text aside.
@@ -287,7 +281,7 @@ mod tests {
                 assert_eq!(cache.compile(d, &plan, Some(id)), plain(compile_select(d, &plan)), "{d:?} {name}");
             }
             assert_eq!(cache.templates.len(), 1, "one shape, one template");
-            assert_eq!(cache.templates[0].shapes, [first, second], "the second id was found by comparison");
+            assert_eq!(cache.shapes, HashMap::from([(first, 0), (second, 0)]), "the second id found by comparison");
             // The id is trusted: a plan of another shape under a known id gets that id's
             // statement (which is why the service gives an id only to plans equal but for the name).
             let other = get_plan("e6", &alice, 3);
@@ -301,7 +295,7 @@ mod tests {
     }
 
     #[test]
-    fn a_template_remembers_a_bounded_number_of_ids() {
+    fn a_bounded_number_of_ids_is_remembered() {
         let alice = user("alice", &["atlas"]);
         let mut cache = PointCache::default();
         let ids: Vec<ShapeId> = (0..MAX_SHAPES + 5).map(|_| ShapeId::fresh()).collect();
@@ -309,6 +303,11 @@ mod tests {
             cache.compile(Dialect::Sqlite, &get_plan("e1", &alice, 2), Some(*id));
         }
         assert_eq!(cache.templates.len(), 1);
-        assert_eq!(cache.templates[0].shapes, ids[MAX_SHAPES..], "the list started again when full");
+        let kept: HashMap<ShapeId, usize> = ids[MAX_SHAPES..].iter().map(|id| (*id, 0)).collect();
+        assert_eq!(cache.shapes, kept, "the index started again when full");
+        // A forgotten id is found by comparison again, and remembered.
+        let plan = get_plan("e2", &alice, 2);
+        assert_eq!(cache.compile(Dialect::Sqlite, &plan, Some(ids[0])), plain(compile_select(Dialect::Sqlite, &plan)));
+        assert_eq!(cache.shapes.get(&ids[0]), Some(&0));
     }
 }
