@@ -11,7 +11,7 @@
 mod common;
 
 use ardacat_core::error::Error;
-use ardacat_core::service::{NamedValues, SelectSpec};
+use ardacat_core::service::{NamedValues, Names, SelectSpec};
 use ardacat_core::types::{Value, ValueType};
 use ardacat_core::{Catalogue, ServiceConfig, Session};
 use ardacat_server::{Cat, Store};
@@ -72,6 +72,10 @@ fn code<T: std::fmt::Debug>(r: Result<T, Error>) -> u16 {
         Ok(v) => panic!("expected an error, got {v:?}"),
         Err(e) => e.code(),
     }
+}
+
+fn names(v: &[&str]) -> Names {
+    v.into()
 }
 
 fn s(v: &[&str]) -> Vec<String> {
@@ -261,7 +265,7 @@ async fn addentries_is_all_or_nothing(backend: Backend) {
     let (cat, se) = (&fx.cat, &mut fx.se);
     assert_eq!(code(cat.addentries(se, &s(&["/jobs/e4", "/jobs/e1"])).await), 15);
     let mut rows: Rows = Vec::new();
-    cat.getattr(se, "/jobs/e4", &s(&["events"]), &mut rows).await.map(|_| ()).expect_err("e4 must not exist");
+    cat.getattr(se, "/jobs/e4", &names(&["events"]), &mut rows).await.map(|_| ()).expect_err("e4 must not exist");
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -347,17 +351,17 @@ async fn getattr_by_pattern_and_system_attributes(backend: Backend) {
 
 async fn getattr_answers(cat: &Cat, se: &mut Session<Store>) -> Answers {
     let mut rows: Rows = Vec::new();
-    cat.getattr(se, "/jobs/j?", &s(&["events", "status"]), &mut rows).await.unwrap();
+    cat.getattr(se, "/jobs/j?", &names(&["events", "status"]), &mut rows).await.unwrap();
     assert_eq!(rows.len(), 4);
     assert_eq!(rows[0], vec![Some("j0".into()), Some("9".into()), Some("done".into())]);
     let answers = vec![("getattr pattern".into(), rows)];
     let mut rows: Rows = Vec::new();
-    cat.getattr(se, "/jobs", &s(&["FILE", "OWNER", "PERMISSIONS"]), &mut rows).await.unwrap();
+    cat.getattr(se, "/jobs", &names(&["FILE", "OWNER", "PERMISSIONS"]), &mut rows).await.unwrap();
     assert_eq!(rows.len(), 6);
     assert_eq!(rows[0][2].as_deref(), Some("root"));
     assert_eq!(rows[0][3].as_deref(), Some("rw-r--r--"));
-    assert_eq!(code(cat.getattr(se, "/jobs/zz", &s(&["events"]), &mut Vec::new()).await), 1);
-    assert_eq!(code(cat.getattr(se, "/jobs/j0", &s(&["nosuch"]), &mut Vec::new()).await), 10);
+    assert_eq!(code(cat.getattr(se, "/jobs/zz", &names(&["events"]), &mut Vec::new()).await), 1);
+    assert_eq!(code(cat.getattr(se, "/jobs/j0", &names(&["nosuch"]), &mut Vec::new()).await), 10);
     answers
 }
 
@@ -367,7 +371,7 @@ async fn getattr_answers(cat: &Cat, se: &mut Session<Store>) -> Answers {
 async fn a_path_below_a_leaf_collection_becomes_a_collection_at_once(backend: Backend) {
     let mut fx = jobs_schema(backend).await;
     let (cat, se) = (&fx.cat, &mut fx.se);
-    let ev = s(&["events"]);
+    let ev = names(&["events"]);
     for _ in 0..2 {
         assert_eq!(code(cat.getattr(se, "/jobs/kid", &ev, &mut Vec::new()).await), 1);
     }
@@ -472,7 +476,7 @@ async fn abort_discards_the_whole_transaction(backend: Backend) {
     cat.addentry(se, "/jobs/tx2", &[]).await.unwrap();
     cat.abort(se).await.unwrap();
     assert_eq!(code(cat.commit(se).await), 9);
-    assert_eq!(code(cat.getattr(se, "/jobs/tx1", &s(&["events"]), &mut Vec::new()).await), 1);
+    assert_eq!(code(cat.getattr(se, "/jobs/tx1", &names(&["events"]), &mut Vec::new()).await), 1);
     assert_eq!(code(cat.cd(se, "/txdir").await), 1);
 }
 
@@ -483,7 +487,7 @@ async fn a_failed_command_inside_a_transaction_keeps_the_rest(backend: Backend) 
     cat.addentry(se, "/jobs/tx3", &[]).await.unwrap();
     assert_eq!(code(cat.addentry(se, "/jobs/tx3", &[]).await), 15);
     cat.commit(se).await.unwrap();
-    cat.getattr(se, "/jobs/tx3", &s(&["events"]), &mut Vec::new()).await.unwrap();
+    cat.getattr(se, "/jobs/tx3", &names(&["events"]), &mut Vec::new()).await.unwrap();
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -501,7 +505,7 @@ async fn bulk_answers(cat: &Cat, se: &mut Session<Store>) -> Answers {
     assert_eq!(code(cat.insert(se, "/bulk", &s(&["n", "x"]), bad).await), 18);
     let dup = vec![row("c1", &["1", "1"]), row("b00001", &["1", "1"])];
     assert_eq!(code(cat.insert(se, "/bulk", &s(&["n", "x"]), dup).await), 15);
-    assert_eq!(code(cat.getattr(se, "/bulk/c1", &s(&["n"]), &mut Vec::new()).await), 1);
+    assert_eq!(code(cat.getattr(se, "/bulk/c1", &names(&["n"]), &mut Vec::new()).await), 1);
     let r = select(cat, se, &["/bulk:FILE", "/bulk:x"], "/bulk:n >= 9998 and /bulk:n < 10000 and /bulk:x > 0").await;
     assert_eq!(
         r,
@@ -754,7 +758,7 @@ async fn entry_permission_matrix(backend: Backend) {
         };
         let mut us = Session::new(who.clone());
         let mut rows: Rows = Vec::new();
-        cat.getattr(&mut us, "/m/*", &[], &mut rows).await.unwrap();
+        cat.getattr(&mut us, "/m/*", &Names::default(), &mut rows).await.unwrap();
         let readable: Vec<String> = rows.into_iter().map(|r| r[0].clone().unwrap()).collect();
         assert_eq!(readable, expect(READ), "{backend:?}: entries {user} may read");
         // The same through selectattr.
@@ -771,7 +775,7 @@ async fn entry_permission_matrix(backend: Backend) {
             Err(e) => assert_eq!(e.code(), 1, "{e}"),
         }
         let mut rows: Rows = Vec::new();
-        cat.getattr(se, "/m/*", &s(&["x"]), &mut rows).await.unwrap();
+        cat.getattr(se, "/m/*", &names(&["x"]), &mut rows).await.unwrap();
         let written: Vec<String> =
             rows.into_iter().filter(|r| r[1].as_deref() == Some("1")).map(|r| r[0].clone().unwrap()).collect();
         assert_eq!(written, expect(WRITE), "{backend:?}: entries {user} may write");
@@ -833,8 +837,8 @@ async fn lazy_entry_tables(backend: Backend) {
 
     // Reads and by-query writes on a collection that never had an entry.
     let mut rows: Rows = Vec::new();
-    assert_eq!(cat.getattr(se, "/lazy", &s(&["n", "s"]), &mut rows).await.unwrap(), 0);
-    assert_eq!(code(cat.getattr(se, "/lazy/none", &s(&["n"]), &mut rows).await), 1);
+    assert_eq!(cat.getattr(se, "/lazy", &names(&["n", "s"]), &mut rows).await.unwrap(), 0);
+    assert_eq!(code(cat.getattr(se, "/lazy/none", &names(&["n"]), &mut rows).await), 1);
     assert_eq!(cat.find(se, "/lazy/*", "n > 0", &mut rows).await.unwrap(), 0);
     assert_eq!(cat.listentries(se, "/lazy", &mut rows).await.unwrap(), 0);
     assert!(select(&cat, se, &["/lazy:FILE", "/full:n"], "/lazy:n = /full:n").await.is_empty());

@@ -182,10 +182,11 @@ fn check_command(input: &[u8]) -> Result<(), TestCaseError> {
             prop_assert_eq!(tokenize(&join_args(&args)), Ok(args.clone()), "quoting round trip of {:?}", line);
         }
         if let Ok(args) = tokenize_escaped(&line) {
-            let plain: Vec<String> = args.iter().map(|a| a.clone().unwrap_or_default()).collect();
+            let plain: Vec<&str> = args.iter().map(|a| a.as_deref().unwrap_or_default()).collect();
             let _ = Command::parse(&plain);
             let refs: Vec<Option<&str>> = args.iter().map(|a| a.as_deref()).collect();
-            prop_assert_eq!(tokenize_escaped(&join_escaped_args(&refs)), Ok(args.clone()));
+            let joined = join_escaped_args(&refs);
+            prop_assert_eq!(tokenize_escaped(&joined), Ok(args.clone()));
         }
     }
     Ok(())

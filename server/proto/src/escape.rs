@@ -116,14 +116,20 @@ pub fn escape_value(value: Option<&str>) -> String {
 
 /// Reverses [`escape_value`]; `Ok(None)` is NULL.
 pub fn unescape_value(text: &str) -> Result<Option<String>, EscapeError> {
+    unescape_arg(Cow::Borrowed(text)).map(|v| v.map(Cow::into_owned))
+}
+
+/// [`unescape_value`] of an argument that may borrow its line: text without a backslash (the
+/// common argument) comes back as it went in, without a copy.
+pub fn unescape_arg(text: Cow<'_, str>) -> Result<Option<Cow<'_, str>>, EscapeError> {
     if text == NULL_TOKEN {
         return Ok(None);
     }
-    if let Some(position) = first_framing_byte(text) {
+    if let Some(position) = first_framing_byte(&text) {
         return Err(EscapeError::RawControl { position });
     }
     if !text.contains('\\') {
-        return Ok(Some(text.to_owned()));
+        return Ok(Some(text));
     }
     let mut out = String::with_capacity(text.len());
     let mut chars = text.char_indices();
@@ -154,7 +160,7 @@ pub fn unescape_value(text: &str) -> Result<Option<String>, EscapeError> {
         };
         out.push(decoded);
     }
-    Ok(Some(out))
+    Ok(Some(Cow::Owned(out)))
 }
 
 /// The raw form for a peer without `escape`: NULL becomes the empty line, and values that cannot be

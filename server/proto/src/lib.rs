@@ -37,9 +37,11 @@ pub const CAN: u8 = 0x18;
 
 pub use codec::{ClientCodec, ClientFrame, ClientPiece, DEFAULT_MAX_LINE, Field, ReplyFrame, ReplyPiece, ServerCodec};
 pub use error::{LineFault, ProtoError};
-pub use escape::{EscapeError, NULL_TOKEN, encode_value, escape_value, needs_escape, plain_value, unescape_value};
+pub use escape::{
+    EscapeError, NULL_TOKEN, encode_value, escape_value, needs_escape, plain_value, unescape_arg, unescape_value,
+};
 pub use handshake::{
     ClientOptions, Greeting, HandshakeError, LoginContext, LoginParser, OptionsParser, PROTOCOL_VERSION, Transport,
 };
 pub use status::{Status, StatusError, format_status, parse_status};
-pub use tokenize::{TokenizeError, join_args, join_escaped_args, quote_arg, tokenize, tokenize_escaped};
+pub use tokenize::{TokenizeError, join_args, join_escaped_args, quote_arg, tokenize, tokenize_args, tokenize_escaped};

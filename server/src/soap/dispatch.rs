@@ -21,7 +21,7 @@ use tracing::Instrument;
 use ardacat_core::path;
 use ardacat_core::service::composite::{NewAttribute, NewEntryValues};
 use ardacat_core::service::cursor::CursorState;
-use ardacat_core::service::{SelectSpec, WireRow, WireScratch, WireText};
+use ardacat_core::service::{Names, SelectSpec, WireRow, WireScratch, WireText};
 use ardacat_core::store::AttrDef;
 use ardacat_core::types::Value;
 use ardacat_core::{Error, Result, RowSink};
@@ -423,7 +423,7 @@ async fn stream_entries(
             soap_error: None,
             scratch: WireScratch::default(),
         };
-        let r = cat.getattr(s, &abs, &attrs, &mut sink).await;
+        let r = cat.getattr(s, &abs, &Names::from(attrs.as_slice()), &mut sink).await;
         if let Some(e) = sink.soap_error.take() {
             return Err(e.into());
         }

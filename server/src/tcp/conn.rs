@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ardacat_core::Error;
 use ardacat_core::query::sql;
-use ardacat_proto::{ClientFrame, ProtoError, ServerCodec, tokenize, tokenize_escaped};
+use ardacat_proto::{ClientFrame, ProtoError, ServerCodec, tokenize_args, tokenize_escaped};
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant as Deadline;
@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::ConnState;
-use super::command::{self, Command, Ctx, Outcome};
+use super::command::{self, Arg, Command, Ctx, Outcome};
 use super::forward;
 use super::handshake::proto_fault;
 use super::reply::{Reply, Writer};
@@ -248,17 +248,18 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
         return run_sql(shared, st, line, reply).await;
     }
     // With `escape`, `\N` is NULL: the parser learns which arguments were, and only a value may be.
-    let (mut args, nulls): (Vec<String>, Vec<bool>) = if st.escape {
+    // Arguments borrow the line where unquoting changed nothing.
+    let (mut args, nulls): (Vec<Arg<'_>>, Vec<bool>) = if st.escape {
         tokenize_escaped(line)
             .map_err(|e| Error::IllegalCommand(e.to_string()))?
             .into_iter()
             .map(|a| match a {
                 Some(a) => (a, false),
-                None => (String::new(), true),
+                None => (Arg::Borrowed(""), true),
             })
             .unzip()
     } else {
-        (tokenize(line).map_err(|e| Error::IllegalCommand(e.to_string()))?, Vec::new())
+        (tokenize_args(line).map_err(|e| Error::IllegalCommand(e.to_string()))?, Vec::new())
     };
     if args.len() > shared.config.max_args {
         return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));

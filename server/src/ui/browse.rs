@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ardacat_core::service::SelectSpec;
+use ardacat_core::service::{Names, SelectSpec};
 use ardacat_core::{Error, Result, RowSink, path};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, Uri};

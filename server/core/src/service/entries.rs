@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::namespace::{any_entry, entry_visible, find_attr, named_entry_error};
 use super::wire::WireRows;
-use super::{Catalogue, RowSink, Session};
+use super::{Catalogue, Names, RowSink, Session};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::perm::{Principal, READ, WRITE};
@@ -435,7 +435,7 @@ impl<S: Store> Catalogue<S> {
         &self,
         s: &mut Session<S>,
         pattern: &str,
-        attrs: &[String],
+        attrs: &Names,
         sink: &mut K,
     ) -> Result<u64> {
         let cwd = s.cwd.clone();

@@ -3,7 +3,7 @@
 //! user (or root) registers or unregisters its replicas; anyone may list. It decides and
 //! validates; it must not know wire syntax or SQL (the rows are the store's, migration 0006).
 
-use super::{Catalogue, Session};
+use super::{Catalogue, Names, Session};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::perm::Principal;
@@ -178,7 +178,7 @@ impl<S: Store> Catalogue<S> {
                 return Err(Error::IllegalCommand(format!("replica_list -l takes entry paths, not patterns: {f}")));
             }
             let mut rows: Vec<Vec<Option<String>>> = Vec::new();
-            self.getattr(s, f, &["guid".to_string()], &mut rows).await?;
+            self.getattr(s, f, &Names::from_iter(["guid"]), &mut rows).await?;
             let guid = rows.into_iter().next().and_then(|r| r.into_iter().nth(1)).flatten();
             guids.push(guid);
         }

@@ -1,12 +1,10 @@
 //! Ownership, modes and ACLs: `chmod`, `chown`, `acl_add`, `acl_remove`, `acl_show`.
 
-use std::mem::take;
-
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
 use super::Kind::{Read, Write};
-use super::{CommandSpec, Ctx, Outcome};
+use super::{CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -54,7 +52,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [path, principal, rights] => {
-                Ok(Cmd::AclAdd { path: take(path), principal: take(principal), rights: take(rights) }.into())
+                Ok(Cmd::AclAdd { path: own(path), principal: own(principal), rights: own(rights) }.into())
             }
             _ => Err(c.wrong()),
         },

@@ -4,13 +4,11 @@
 //! `stats`, and the service-account privilege of forwarding replicas, `user_may_sudo`. AMGA's own names are aliases (`user_password_change`, `user_subjectadd`,
 //! `user_subjectremove`, `grp_delete`).
 
-use std::mem::take;
-
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
 use super::Kind::{Read, Write};
-use super::{CommandSpec, Ctx, Outcome};
+use super::{CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -169,7 +167,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [] => Ok(Cmd::GrpMember(None).into()),
-            [u] => Ok(Cmd::GrpMember(Some(take(u))).into()),
+            [u] => Ok(Cmd::GrpMember(Some(own(u))).into()),
             _ => Err(c.wrong()),
         },
     },

@@ -5,13 +5,11 @@
 //! `restore_abort`. The format, the rules and the one transaction are the catalogue's
 //! (`service::dump`); the connection only holds the restore between commands.
 
-use std::mem::take;
-
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
 use super::Kind::{Read, Write};
-use super::{CommandSpec, Ctx, Outcome};
+use super::{CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -43,7 +41,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [] => Ok(Cmd::Dump("/".into()).into()),
-            [d] => Ok(Cmd::Dump(take(d)).into()),
+            [d] => Ok(Cmd::Dump(own(d)).into()),
             _ => Err(c.wrong()),
         },
     },
@@ -55,7 +53,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [] => Ok(Cmd::Count("/".into()).into()),
-            [d] => Ok(Cmd::Count(take(d)).into()),
+            [d] => Ok(Cmd::Count(own(d)).into()),
             _ => Err(c.wrong()),
         },
     },
@@ -67,7 +65,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [] => Ok(Cmd::Restore(None).into()),
-            [d] => Ok(Cmd::Restore(Some(take(d))).into()),
+            [d] => Ok(Cmd::Restore(Some(own(d))).into()),
             _ => Err(c.wrong()),
         },
     },
@@ -77,7 +75,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         usage: "restore_put <record>...",
         kind: Write,
         in_upload: false,
-        parse: |c, a| if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Put(a.iter_mut().map(take).collect()).into()) },
+        parse: |c, a| if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Put(a.iter_mut().map(own).collect()).into()) },
     },
     CommandSpec {
         name: "restore_end",

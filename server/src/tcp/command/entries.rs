@@ -1,14 +1,14 @@
 //! Entries by name or pattern: `addentry`, `addentries`, `setattr`, `getattr`, `clearattr`,
 //! `rm`. `getattr` is the hot path of the protocol (the `get` benchmark): a table lookup, the
-//! arguments taken (not copied) from the line, one catalogue call streaming into the reply.
-
-use std::mem::take;
+//! attribute names copied from the line into one [`Names`], one catalogue call streaming into
+//! the reply.
 
 use ardacat_core::Error;
+use ardacat_core::service::Names;
 use tokio::io::AsyncWrite;
 
 use super::Kind::{Read, Write};
-use super::{CommandSpec, Ctx, Outcome};
+use super::{CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -23,7 +23,7 @@ pub enum Cmd {
     },
     Getattr {
         pattern: String,
-        attrs: Vec<String>,
+        attrs: Names,
     },
     Clearattr {
         pattern: String,
@@ -55,7 +55,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
                 return Err(c.wrong());
             }
             let pairs = c.value_pairs(a, 1, "<path> [<attr> <value>]...")?;
-            Ok(Cmd::Addentry { path: take(&mut a[0]), pairs }.into())
+            Ok(Cmd::Addentry { path: own(&mut a[0]), pairs }.into())
         },
     },
     CommandSpec {
@@ -65,7 +65,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| {
-            if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Addentries(a.iter_mut().map(take).collect()).into()) }
+            if a.is_empty() { Err(c.wrong()) } else { Ok(Cmd::Addentries(a.iter_mut().map(own).collect()).into()) }
         },
     },
     CommandSpec {
@@ -79,7 +79,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
                 return Err(c.wrong());
             }
             let pairs = c.value_pairs(a, 1, "<pattern> <attr> <value> ...")?;
-            Ok(Cmd::Setattr { pattern: take(&mut a[0]), pairs }.into())
+            Ok(Cmd::Setattr { pattern: own(&mut a[0]), pairs }.into())
         },
     },
     CommandSpec {
@@ -90,7 +90,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [pattern, attrs @ ..] if !attrs.is_empty() => {
-                Ok(Cmd::Getattr { pattern: take(pattern), attrs: attrs.iter_mut().map(take).collect() }.into())
+                Ok(Cmd::Getattr { pattern: own(pattern), attrs: Names::from(&*attrs) }.into())
             }
             _ => Err(c.wrong()),
         },
@@ -103,7 +103,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [pattern, attrs @ ..] if !attrs.is_empty() => {
-                Ok(Cmd::Clearattr { pattern: take(pattern), attrs: attrs.iter_mut().map(take).collect() }.into())
+                Ok(Cmd::Clearattr { pattern: own(pattern), attrs: attrs.iter_mut().map(own).collect() }.into())
             }
             _ => Err(c.wrong()),
         },
@@ -116,8 +116,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [flag, dir] if flag.starts_with('-') => {
-                if RECURSIVE_FLAGS.contains(&flag.as_str()) {
-                    Ok(Cmd::RmTree(take(dir)).into())
+                if RECURSIVE_FLAGS.contains(&flag.as_ref()) {
+                    Ok(Cmd::RmTree(own(dir)).into())
                 } else {
                     Err(Error::IllegalCommand(format!(
                         "rm: unknown option '{flag}' (use -rf; ./{flag} names an entry)"
@@ -125,8 +125,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
                 }
             }
             [flag] if flag.starts_with('-') => Err(c.usage("-rf <dir>")),
-            [pattern] => Ok(Cmd::Rm { pattern: take(pattern), condition: None }.into()),
-            [pattern, cond] => Ok(Cmd::Rm { pattern: take(pattern), condition: Some(take(cond)) }.into()),
+            [pattern] => Ok(Cmd::Rm { pattern: own(pattern), condition: None }.into()),
+            [pattern, cond] => Ok(Cmd::Rm { pattern: own(pattern), condition: Some(own(cond)) }.into()),
             _ => Err(c.wrong()),
         },
     },

@@ -34,6 +34,15 @@ use super::ConnState;
 use super::reply::Reply;
 use crate::state::Shared;
 
+/// One argument of a command line: the line's own text unless unquoting or unescaping changed it
+/// (`ardacat_proto::tokenize_args`).
+pub type Arg<'l> = Cow<'l, str>;
+
+/// An argument the command keeps, as its own string (the line's slot is left empty).
+pub fn own(arg: &mut Arg<'_>) -> String {
+    take(arg).into_owned()
+}
+
 /// Whether a command changes data (written to the audit log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -52,10 +61,9 @@ pub struct CommandSpec {
     pub kind: Kind,
     /// Allowed while an `upload` is open (only `put`, `commit` and `abort`).
     pub in_upload: bool,
-    /// The arguments after the name → the command, or a code-3 error. Parsers take
-    /// (`std::mem::take`) the arguments they keep instead of copying them: the line is done with
-    /// them, and a `getattr` of 60 attributes is 60 copies fewer.
-    pub parse: fn(&Call<'_>, &mut [String]) -> Result<Cmd, Error>,
+    /// The arguments after the name → the command, or a code-3 error. Parsers take ([`own`])
+    /// the arguments they keep: most borrow the line, and the line is done with them.
+    pub parse: fn(&Call<'_>, &mut [Arg<'_>]) -> Result<Cmd, Error>,
 }
 
 impl CommandSpec {
@@ -158,22 +166,22 @@ impl Call<'_> {
     }
 
     /// Exactly no arguments.
-    pub fn none(&self, args: &[String], cmd: Cmd) -> Result<Cmd, Error> {
+    pub fn none(&self, args: &[Arg<'_>], cmd: Cmd) -> Result<Cmd, Error> {
         if args.is_empty() { Ok(cmd) } else { Err(self.wrong()) }
     }
 
     /// Exactly one argument.
-    pub fn one(&self, args: &mut [String], u: &str) -> Result<String, Error> {
+    pub fn one(&self, args: &mut [Arg<'_>], u: &str) -> Result<String, Error> {
         match args {
-            [a] => Ok(take(a)),
+            [a] => Ok(own(a)),
             _ => Err(self.usage(u)),
         }
     }
 
     /// Exactly two arguments.
-    pub fn two(&self, args: &mut [String], u: &str) -> Result<(String, String), Error> {
+    pub fn two(&self, args: &mut [Arg<'_>], u: &str) -> Result<(String, String), Error> {
         match args {
-            [a, b] => Ok((take(a), take(b))),
+            [a, b] => Ok((own(a), own(b))),
             _ => Err(self.usage(u)),
         }
     }
@@ -182,7 +190,7 @@ impl Call<'_> {
     /// as `\N` is `None`.
     pub fn value_pairs(
         &self,
-        args: &mut [String],
+        args: &mut [Arg<'_>],
         from: usize,
         u: &str,
     ) -> Result<Vec<(String, Option<String>)>, Error> {
@@ -195,31 +203,31 @@ impl Call<'_> {
             .enumerate()
             .map(|(i, c)| {
                 let (name, value) = c.split_at_mut(1);
-                (take(&mut name[0]), self.value(from + 2 * i + 1, &mut value[0]))
+                (own(&mut name[0]), self.value(from + 2 * i + 1, &mut value[0]))
             })
             .collect())
     }
 
     /// The values `args[from..]` (`args`: all the parser's arguments); one sent as `\N` is `None`.
-    pub fn values(&self, args: &mut [String], from: usize) -> Vec<Option<String>> {
+    pub fn values(&self, args: &mut [Arg<'_>], from: usize) -> Vec<Option<String>> {
         args.iter_mut().enumerate().skip(from).map(|(i, v)| self.value(i, v)).collect()
     }
 
-    fn value(&self, index: usize, v: &mut String) -> Option<String> {
+    fn value(&self, index: usize, v: &mut Arg<'_>) -> Option<String> {
         if self.nulls.get(index).copied().unwrap_or(false) {
             self.nulls_taken.set(self.nulls_taken.get() + 1);
             None
         } else {
-            Some(take(v))
+            Some(own(v))
         }
     }
 
     /// `<name> <value>` pairs.
-    pub fn pairs(&self, args: &mut [String], u: &str) -> Result<Vec<(String, String)>, Error> {
+    pub fn pairs(&self, args: &mut [Arg<'_>], u: &str) -> Result<Vec<(String, String)>, Error> {
         if !args.len().is_multiple_of(2) {
             return Err(self.usage(u));
         }
-        Ok(args.chunks_mut(2).map(|c| (take(&mut c[0]), take(&mut c[1]))).collect())
+        Ok(args.chunks_mut(2).map(|c| (own(&mut c[0]), own(&mut c[1]))).collect())
     }
 }
 
@@ -248,14 +256,14 @@ impl PartialEq for CommandSpec {
 
 impl Command {
     /// Parse a tokenized command line (its first element is the command name).
-    pub fn parse(args: &[String]) -> Result<Command, Error> {
-        Self::parse_escaped(&mut args.to_vec(), &[])
+    pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Command, Error> {
+        Self::parse_escaped(&mut args.iter().map(|a| Arg::Borrowed(a.as_ref())).collect::<Vec<_>>(), &[])
     }
 
     /// Parse a command line tokenized with the `escape` extension: `nulls[i]` says argument `i`
     /// was `\N`. NULL is a value, never a name, a path or a condition. The parser takes the
     /// arguments it keeps out of `args` (what is left there is unspecified).
-    pub fn parse_escaped(args: &mut [String], nulls: &[bool]) -> Result<Command, Error> {
+    pub fn parse_escaped(args: &mut [Arg<'_>], nulls: &[bool]) -> Result<Command, Error> {
         let Some((name, rest)) = args.split_first_mut() else {
             return Err(Error::IllegalCommand("empty command".into()));
         };

@@ -3,14 +3,12 @@
 //! `index_list`, `constraint_add_not_null`, `constraint_add_unique`, `constraint_add_reference`,
 //! `constraint_add_check`, `constraint_drop`, `constraint_list`.
 
-use std::mem::take;
-
 use ardacat_core::service::NewConstraint;
 use ardacat_core::{Error, RowSink};
 use tokio::io::AsyncWrite;
 
 use super::Kind::{Read, Write};
-use super::{Call, CommandSpec, Ctx, Outcome};
+use super::{Arg, Call, CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -38,10 +36,10 @@ impl From<Cmd> for super::Cmd {
 }
 
 /// An optional path argument, `.` when absent.
-fn opt_path(c: &Call<'_>, a: &mut [String], make: fn(String) -> Cmd) -> Result<super::Cmd, Error> {
+fn opt_path(c: &Call<'_>, a: &mut [Arg<'_>], make: fn(String) -> Cmd) -> Result<super::Cmd, Error> {
     match a {
         [] => Ok(make(".".into()).into()),
-        [p] => Ok(make(take(p)).into()),
+        [p] => Ok(make(own(p)).into()),
         _ => Err(c.wrong()),
     }
 }
@@ -54,9 +52,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [p] => Ok(Cmd::Createdir { path: take(p), plain: false }.into()),
+            [p] => Ok(Cmd::Createdir { path: own(p), plain: false }.into()),
             [p, plain] if plain.eq_ignore_ascii_case("plain") => {
-                Ok(Cmd::Createdir { path: take(p), plain: true }.into())
+                Ok(Cmd::Createdir { path: own(p), plain: true }.into())
             }
             _ => Err(c.usage("<path> [plain]")),
         },
@@ -109,10 +107,10 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [dir, name, t] => {
-                Ok(Cmd::Addattr { dir: take(dir), name: take(name), type_name: take(t), indexed: false }.into())
+                Ok(Cmd::Addattr { dir: own(dir), name: own(name), type_name: own(t), indexed: false }.into())
             }
             [dir, name, t, ix] if ix.eq_ignore_ascii_case("indexed") => {
-                Ok(Cmd::Addattr { dir: take(dir), name: take(name), type_name: take(t), indexed: true }.into())
+                Ok(Cmd::Addattr { dir: own(dir), name: own(name), type_name: own(t), indexed: true }.into())
             }
             _ => Err(c.usage("<dir> <name> <type> [indexed]")),
         },
@@ -144,7 +142,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [dir, name, attrs @ ..] if !attrs.is_empty() => {
-                Ok(Cmd::IndexCreate { dir: take(dir), name: take(name), attrs: attrs.iter_mut().map(take).collect() }
+                Ok(Cmd::IndexCreate { dir: own(dir), name: own(name), attrs: attrs.iter_mut().map(own).collect() }
                     .into())
             }
             _ => Err(c.wrong()),
@@ -176,7 +174,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::NotNull { attr: take(attr) })),
+            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::NotNull { attr: own(attr) })),
             _ => Err(c.wrong()),
         },
     },
@@ -187,7 +185,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::Unique { attr: take(attr) })),
+            [dir, attr, name] => Ok(constraint_add(dir, name, NewConstraint::Unique { attr: own(attr) })),
             _ => Err(c.wrong()),
         },
     },
@@ -199,7 +197,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [dir, attr, referred, name] => {
-                Ok(constraint_add(dir, name, NewConstraint::Reference { attr: take(attr), referred: take(referred) }))
+                Ok(constraint_add(dir, name, NewConstraint::Reference { attr: own(attr), referred: own(referred) }))
             }
             _ => Err(c.wrong()),
         },
@@ -211,9 +209,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [dir, condition, name] => {
-                Ok(constraint_add(dir, name, NewConstraint::Check { condition: take(condition) }))
-            }
+            [dir, condition, name] => Ok(constraint_add(dir, name, NewConstraint::Check { condition: own(condition) })),
             _ => Err(c.wrong()),
         },
     },

@@ -2,14 +2,12 @@
 //! `update`, the original client's method; SQL `UPDATE … SET` never reaches this table:
 //! `tcp/conn.rs` routes it to native SQL by its shape).
 
-use std::mem::take;
-
 use ardacat_core::Error;
 use ardacat_core::service::SelectSpec;
 use tokio::io::AsyncWrite;
 
 use super::Kind::{Read, Write};
-use super::{CommandSpec, Ctx, Outcome};
+use super::{CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -32,8 +30,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Read,
         in_upload: false,
         parse: |c, a| match a {
-            [pattern] => Ok(Cmd::Find { pattern: take(pattern), condition: String::new() }.into()),
-            [pattern, cond] => Ok(Cmd::Find { pattern: take(pattern), condition: take(cond) }.into()),
+            [pattern] => Ok(Cmd::Find { pattern: own(pattern), condition: String::new() }.into()),
+            [pattern, cond] => Ok(Cmd::Find { pattern: own(pattern), condition: own(cond) }.into()),
             _ => Err(c.wrong()),
         },
     },
@@ -45,7 +43,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         in_upload: false,
         parse: |c, a| match a {
             [exprs @ .., cond] if !exprs.is_empty() => {
-                Ok(Cmd::Selectattr { exprs: exprs.iter_mut().map(take).collect(), condition: take(cond) }.into())
+                Ok(Cmd::Selectattr { exprs: exprs.iter_mut().map(own).collect(), condition: own(cond) }.into())
             }
             _ => Err(c.wrong()),
         },
@@ -61,7 +59,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             match a {
                 [pattern, pairs @ .., cond] if n >= 4 && n.is_multiple_of(2) => {
                     let pairs = c.pairs(pairs, "<pattern> <attr> <expr> ... <condition>")?;
-                    Ok(Cmd::Updateattr { pattern: take(pattern), pairs, condition: take(cond) }.into())
+                    Ok(Cmd::Updateattr { pattern: own(pattern), pairs, condition: own(cond) }.into())
                 }
                 _ => Err(c.wrong()),
             }

@@ -2,13 +2,11 @@
 //! `replica_unregister`, `replica_list`. It parses the flags (`-c`, `-d`, `-l`) and prints the
 //! lines; who may do what is the catalogue's (`service/replicas.rs`).
 
-use std::mem::take;
-
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
 use super::Kind::{Read, Write};
-use super::{Call, CommandSpec, Ctx, Outcome};
+use super::{Arg, Call, CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -27,7 +25,7 @@ impl From<Cmd> for super::Cmd {
 }
 
 /// Splits off a leading `flag`; any other leading `-…` word is a code-3 error.
-fn flag<'a>(c: &Call<'_>, a: &'a mut [String], flag: &str) -> Result<(bool, &'a mut [String]), Error> {
+fn flag<'a, 'l>(c: &Call<'_>, a: &'a mut [Arg<'l>], flag: &str) -> Result<(bool, &'a mut [Arg<'l>]), Error> {
     match a.first() {
         Some(f) if f == flag => Ok((true, &mut a[1..])),
         Some(f) if f.starts_with('-') => {
@@ -45,8 +43,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [site] => Ok(Cmd::SiteAdd { site: take(site), server: String::new() }.into()),
-            [site, server] => Ok(Cmd::SiteAdd { site: take(site), server: take(server) }.into()),
+            [site] => Ok(Cmd::SiteAdd { site: own(site), server: String::new() }.into()),
+            [site, server] => Ok(Cmd::SiteAdd { site: own(site), server: own(server) }.into()),
             _ => Err(c.wrong()),
         },
     },
@@ -104,7 +102,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             if rest.is_empty() {
                 return Err(c.wrong());
             }
-            Ok(Cmd::ReplicaList { by_entry, files: rest.iter_mut().map(take).collect() }.into())
+            Ok(Cmd::ReplicaList { by_entry, files: rest.iter_mut().map(own).collect() }.into())
         },
     },
 ];

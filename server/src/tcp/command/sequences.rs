@@ -1,12 +1,10 @@
 //! Sequences: `sequence_create`, `sequence_next`, `sequence_remove`.
 
-use std::mem::take;
-
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
 use super::Kind::Write;
-use super::{CommandSpec, Ctx, Outcome};
+use super::{CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -36,7 +34,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
                 a.get(i).map_or(Ok(1), |s| s.parse().map_err(|_| c.usage("<name> <dir> [<increment> [<start>]]")))
             };
             let (increment, start) = (num(2)?, num(3)?);
-            Ok(Cmd::Create { name: take(&mut a[0]), dir: take(&mut a[1]), increment, start }.into())
+            Ok(Cmd::Create { name: own(&mut a[0]), dir: own(&mut a[1]), increment, start }.into())
         },
     },
     CommandSpec {

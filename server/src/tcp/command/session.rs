@@ -30,7 +30,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         usage: "help [<command>]",
         kind: Read,
         in_upload: false,
-        parse: |_, a| Ok(Cmd::Help(a.first().cloned()).into()),
+        parse: |_, a| Ok(Cmd::Help(a.first().map(|a| a.to_string())).into()),
     },
     CommandSpec {
         name: "pwd",

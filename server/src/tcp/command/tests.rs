@@ -1,4 +1,5 @@
 use super::*;
+use ardacat_core::service::Names;
 
 fn p(s: &[&str]) -> Result<Cmd, Error> {
     Command::parse(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>()).map(|c| c.cmd)
@@ -191,7 +192,13 @@ fn taken_arguments_land_where_they_belong() {
     line.extend(attrs.iter().cloned());
     assert_eq!(
         Command::parse(&line).unwrap().cmd,
-        entries::Cmd::Getattr { pattern: "/c/e1".into(), attrs: attrs.clone() }.into()
+        entries::Cmd::Getattr { pattern: "/c/e1".into(), attrs: Names::from(attrs.as_slice()) }.into()
+    );
+    // Quoted arguments are built by the tokenizer, bare ones borrow the line: both land alike.
+    let mut args = ardacat_proto::tokenize_args("getattr '/c/e 1' a 'b c' d'e'").unwrap();
+    assert_eq!(
+        Command::parse_escaped(&mut args, &[]).unwrap().cmd,
+        entries::Cmd::Getattr { pattern: "/c/e 1".into(), attrs: Names::from_iter(["a", "b c", "de"]) }.into()
     );
     assert_eq!(
         p(&["clearattr", "/c/*", "x", "y"]).unwrap(),
@@ -219,7 +226,7 @@ fn taken_arguments_land_where_they_belong() {
         .into()
     );
     // With `escape`: the NULL value stays NULL, its neighbours keep their texts.
-    let mut escaped: Vec<String> = ["addentry", "/c/e", "x", "", "y", "v"].iter().map(|s| s.to_string()).collect();
+    let mut escaped: Vec<Arg<'_>> = ["addentry", "/c/e", "x", "", "y", "v"].map(Arg::Borrowed).to_vec();
     let nulls = [false, false, false, true, false, false];
     assert_eq!(
         Command::parse_escaped(&mut escaped, &nulls).unwrap().cmd,
@@ -227,7 +234,7 @@ fn taken_arguments_land_where_they_belong() {
             .into()
     );
     // A NULL where an attribute name goes is refused.
-    let mut escaped: Vec<String> = ["addentry", "/c/e", "", "1"].iter().map(|s| s.to_string()).collect();
+    let mut escaped: Vec<Arg<'_>> = ["addentry", "/c/e", "", "1"].map(Arg::Borrowed).to_vec();
     let e = Command::parse_escaped(&mut escaped, &[false, false, true, false]).unwrap_err();
     assert_eq!(e.code(), 3, "{e}");
 }

@@ -2,13 +2,11 @@
 //! upload is open, `commit` and `abort` end it; the load itself is the catalogue's `BulkLoad`
 //! (its transaction, chunking and checks), which the connection only holds between commands.
 
-use std::mem::take;
-
 use ardacat_core::Error;
 use tokio::io::AsyncWrite;
 
 use super::Kind::Write;
-use super::{CommandSpec, Ctx, Outcome};
+use super::{CommandSpec, Ctx, Outcome, own};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
@@ -57,7 +55,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: false,
         parse: |c, a| match a {
-            [dir, attrs @ ..] => Ok(Cmd::Upload { dir: take(dir), attrs: attrs.iter_mut().map(take).collect() }.into()),
+            [dir, attrs @ ..] => Ok(Cmd::Upload { dir: own(dir), attrs: attrs.iter_mut().map(own).collect() }.into()),
             [] => Err(c.wrong()),
         },
     },
@@ -68,7 +66,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         kind: Write,
         in_upload: true,
         parse: |c, a| match a {
-            [name, ..] => Ok(Cmd::Put { name: take(name), values: c.values(a, 1) }.into()),
+            [name, ..] => Ok(Cmd::Put { name: own(name), values: c.values(a, 1) }.into()),
             [] => Err(c.wrong()),
         },
     },

@@ -8,7 +8,7 @@ pub(super) async fn entry_page(st: &UiState, ctx: &mut Ctx, abs: &str, props: &P
     let here = browse_href(abs);
     let dir = path::split(abs).map(|(d, _)| d).unwrap_or("/").to_string();
     let attrs = cat.listattr(&mut ctx.s, &dir).await?;
-    let names: Vec<String> = attrs.iter().map(|a| a.name.clone()).collect();
+    let names: Names = attrs.iter().map(|a| &a.name).collect();
     let mut rows: Vec<Vec<Option<String>>> = Vec::new();
     // An exact name: read the one entry (a name with wildcard characters is matched exactly by
     // comparing the row's name below).

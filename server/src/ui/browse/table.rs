@@ -136,12 +136,12 @@ pub(super) async fn plain_table(
     attrs: &[ardacat_core::store::AttrDef],
     view: &View,
 ) -> Result<String> {
-    let names: Vec<String> = attrs.iter().map(|a| a.name.clone()).collect();
+    let names: Names = attrs.iter().map(|a| &a.name).collect();
     let mut sink = PageSink::new(view.page * view.size, view.size, false);
     let r = st.shared.catalogue.getattr(&mut ctx.s, abs, &names, &mut sink).await;
     sink.settle(r)?;
     let mut columns = vec!["FILE".to_string()];
-    columns.extend(names);
+    columns.extend(names.iter().map(str::to_owned));
     Ok(render_table(&columns, &sink.rows, Some(abs), None) + &numbered_pager(view, sink.more))
 }
 

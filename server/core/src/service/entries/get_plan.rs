@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::perm::{Principal, READ};
 use crate::query::Column;
 use crate::query::ast::OrderItem;
+use crate::service::Names;
 use crate::store::{Attributes, EntryAccess, SelectPlan, ShapeId};
 use crate::types::ValueType;
 
@@ -21,11 +22,8 @@ pub(crate) struct GetPlan {
     /// the store's cache a new `Arc`, so holding this one keeps its address from being reused.
     schema: Attributes,
     principal: Principal,
-    /// The attribute names asked for, one after the other, and where each ends: two
-    /// allocations however many names, since a session that never reads again (a SOAP
-    /// request's) pays for keeping them.
-    names: String,
-    name_ends: Vec<usize>,
+    /// The attribute names asked for (two allocations however many names).
+    names: Names,
     /// Given to the store with every use: all uses differ only in the name patterns.
     shape: ShapeId,
     plan: SelectPlan,
@@ -39,42 +37,18 @@ impl GetPlan {
         path: &str,
         schema: Attributes,
         who: &Principal,
-        names: &[String],
+        names: &Names,
     ) -> Result<GetPlan> {
         let plan = plan(collection, path, &schema, who, names, std::iter::empty())?;
-        let mut joined = String::with_capacity(names.iter().map(String::len).sum());
-        let mut name_ends = Vec::with_capacity(names.len());
-        for n in names {
-            joined.push_str(n);
-            name_ends.push(joined.len());
-        }
-        Ok(GetPlan {
-            collection,
-            schema,
-            principal: who.clone(),
-            names: joined,
-            name_ends,
-            shape: ShapeId::fresh(),
-            plan,
-        })
+        Ok(GetPlan { collection, schema, principal: who.clone(), names: names.clone(), shape: ShapeId::fresh(), plan })
     }
 
     /// Whether this plan is the one [`GetPlan::new`] would make for these arguments.
-    pub(crate) fn serves(&self, collection: i64, schema: &Attributes, who: &Principal, names: &[String]) -> bool {
+    pub(crate) fn serves(&self, collection: i64, schema: &Attributes, who: &Principal, names: &Names) -> bool {
         self.collection == collection
             && Arc::ptr_eq(&self.schema, schema)
             && self.principal == *who
-            && self.same_names(names)
-    }
-
-    fn same_names(&self, names: &[String]) -> bool {
-        let mut start = 0;
-        names.len() == self.name_ends.len()
-            && names.iter().zip(&self.name_ends).all(|(n, &end)| {
-                let kept = &self.names[start..end];
-                start = end;
-                kept == n
-            })
+            && self.names == *names
     }
 
     /// The plan reading the entries matching `patterns`, and its shape id.
@@ -92,7 +66,7 @@ pub(crate) fn plan(
     path: &str,
     schema: &Attributes,
     who: &Principal,
-    names: &[String],
+    names: &Names,
     patterns: impl Iterator<Item = (usize, String)>,
 ) -> Result<SelectPlan> {
     let mut columns = Vec::with_capacity(names.len() + 1);
@@ -100,7 +74,7 @@ pub(crate) fn plan(
     let mut types = Vec::with_capacity(names.len() + 1);
     types.push(ValueType::Text);
     let mut hint = 0;
-    for n in names {
+    for n in names.iter() {
         let (c, vt) = pseudo_or_attr(schema, &mut hint, path, n)?;
         columns.push(col(0, c, vt));
         types.push(vt);
@@ -126,8 +100,8 @@ mod tests {
             .into()
     }
 
-    fn names(v: &[&str]) -> Vec<String> {
-        v.iter().map(|n| n.to_string()).collect()
+    fn names(v: &[&str]) -> Names {
+        v.into()
     }
 
     #[test]
