@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use ardacat_core::Error;
 use ardacat_core::query::sql;
+use ardacat_core::service::WireScratch;
 use ardacat_proto::{ClientFrame, ProtoError, ServerCodec, tokenize_args, tokenize_escaped};
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -63,7 +64,7 @@ pub(super) async fn command_loop<R, W>(
         // The login failed: the first command is answered with the error, then we hang up.
         let first = tokio::time::timeout(Duration::from_secs(cfg.handshake_timeout_secs), reader.next()).await;
         if matches!(first, Ok(Some(Ok(ClientFrame::Line(_))))) {
-            let _ = Reply::new(&mut writer, false).fail(&e, None).await;
+            let _ = Reply::new(&mut writer, false, &mut WireScratch::default()).fail(&e, None).await;
         }
         return;
     }
@@ -81,6 +82,8 @@ pub(super) async fn command_loop<R, W>(
     // Frames that arrived while a command ran (watched for CAN), with their size.
     let mut queued: VecDeque<Result<ClientFrame, ProtoError>> = VecDeque::new();
     let mut queued_bytes = 0usize;
+    // Where replies format their rows' numbers: one per connection, grown once.
+    let mut scratch = WireScratch::default();
     loop {
         let frame = match queued.pop_front() {
             Some(f) => {
@@ -116,14 +119,14 @@ pub(super) async fn command_loop<R, W>(
             Some(Ok(ClientFrame::Cancel)) => continue,
             Some(Ok(ClientFrame::Invalid(fault))) => {
                 let e = Error::IllegalCommand(format!("invalid command line: {fault}"));
-                if Reply::new(&mut writer, state.escape).fail(&e, state.token()).await.is_err() {
+                if Reply::new(&mut writer, state.escape, &mut scratch).fail(&e, state.token()).await.is_err() {
                     break;
                 }
                 continue;
             }
             Some(Err(e)) => {
                 // Framing is lost (line too long, broken socket): say why, then close.
-                let _ = Reply::new(&mut writer, state.escape).fail(&proto_fault(&e), None).await;
+                let _ = Reply::new(&mut writer, state.escape, &mut scratch).fail(&proto_fault(&e), None).await;
                 break;
             }
             Some(Ok(ClientFrame::Line(line))) => line,
@@ -135,7 +138,7 @@ pub(super) async fn command_loop<R, W>(
         let request_id = crate::logging::next_id();
         let user = state.session.principal.user.clone();
         let span = tracing::info_span!("request", request_id = %request_id, frontend = "tcp", user = %user, peer = %peer_text, command = op);
-        let mut reply = Reply::new(&mut writer, state.escape);
+        let mut reply = Reply::new(&mut writer, state.escape, &mut scratch);
         let mut cancelled = false;
         let result = {
             let exec = run_line(&shared, &mut state, &line, &mut reply).instrument(span.clone());

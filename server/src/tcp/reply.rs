@@ -19,8 +19,9 @@ pub struct Reply<'a, W> {
     pub broken: bool,
     /// Data lines sent (the request log's `rows`).
     rows: u64,
-    /// Where a row's numbers are formatted on their way into the write buffer.
-    scratch: WireScratch,
+    /// Where a row's numbers are formatted on their way into the write buffer: the
+    /// connection's, so that its room is made once, not once per reply.
+    scratch: &'a mut WireScratch,
 }
 
 fn unsendable() -> Error {
@@ -34,8 +35,8 @@ fn io_err(e: impl std::fmt::Display) -> Error {
 }
 
 impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
-    pub fn new(out: &'a mut Writer<W>, escape: bool) -> Self {
-        Reply { out, escape, status_sent: false, broken: false, rows: 0, scratch: WireScratch::default() }
+    pub fn new(out: &'a mut Writer<W>, escape: bool, scratch: &'a mut WireScratch) -> Self {
+        Reply { out, escape, status_sent: false, broken: false, rows: 0, scratch }
     }
 
     async fn feed(&mut self, piece: ReplyPiece<'_>) -> Result<(), Error> {
@@ -118,7 +119,7 @@ impl<W: AsyncWrite + Unpin + Send> RowSink for Reply<'_, W> {
     async fn wire_row(&mut self, row: WireRow<'_>) -> Result<(), Error> {
         self.ok().await?;
         let fields: Vec<Field<'_>> = row
-            .texts(&mut self.scratch)
+            .texts(self.scratch)
             .map(|t| match t {
                 WireText::Null => Field::Null,
                 WireText::Text(s) => Field::Text(s),
