@@ -402,19 +402,24 @@ async fn stream_entries(
     out: &mut Out,
 ) -> Result<(), Failure> {
     let mut writer = ResponseWriter::begin(version, Operation::GetAttributes, &mut out.buf);
+    // The names asked for, as `getattr` takes them: made once for every entry pattern.
+    let asked = Names::from(attribute_names);
     for pattern in entry_names {
         let abs = path::absolute(&s.cwd, pattern)?;
         // Without attribute names the collection must be known first (its attributes are the
         // list); with them, `getattr` names it to the sink (`RowSink::collection`).
-        let (dir, attrs) = if attribute_names.is_empty() {
+        let listed: (Vec<String>, Names);
+        let (dir, attrs, names) = if attribute_names.is_empty() {
             let dir = entries_dir(cat, s, &abs).await?;
             let attrs: Vec<String> = cat.listattr(s, &dir).await?.into_iter().map(|a| a.name).collect();
-            (dir, attrs)
+            let names = Names::from(attrs.as_slice());
+            listed = (attrs, names);
+            (dir, listed.0.as_slice(), &listed.1)
         } else {
-            (String::new(), attribute_names.to_vec())
+            (String::new(), attribute_names, &asked)
         };
         let known = !dir.is_empty();
-        let columns = EntryColumns::new(&attrs);
+        let columns = EntryColumns::new(attrs);
         let mut sink = EntrySink {
             out: &mut *out,
             writer: &mut writer,
@@ -423,7 +428,7 @@ async fn stream_entries(
             soap_error: None,
             scratch: WireScratch::default(),
         };
-        let r = cat.getattr(s, &abs, &Names::from(attrs.as_slice()), &mut sink).await;
+        let r = cat.getattr(s, &abs, names, &mut sink).await;
         if let Some(e) = sink.soap_error.take() {
             return Err(e.into());
         }
