@@ -11,6 +11,9 @@
 # 60-column variant), then TCP `ping`, TCP `get` and SOAP `get` on PostgreSQL. Every point prints ops/s (bulkget: entries/s) and p99 in ms. Then
 # the streaming goal: bench/stream-ab.sh on both backends with all BIN_DIRs (N rows, R rounds; its data set
 # is loaded through the first BIN_DIR's server, so put the build under test first).
+# A BIN_DIR may carry flags for its SQLite server after a colon, e.g. `target/release:--sqlite-exclusive=true`
+# (the same build with and without, in one run); the streaming goal runs every build without them
+# (its baseline, the sqlite3 shell, reads the server's file while it runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=8; rounds=2; stream_rows=100000; admin=postgres://postgres@127.0.0.1:5432
@@ -24,7 +27,11 @@ while [[ $# -gt 0 && $1 == --* ]]; do
     esac
 done
 (($# >= 1)) || { echo "usage: bench/goals.sh [--secs S] [--rounds R] [--stream-rows N] [--pg URL] BIN_DIR…" >&2; exit 2; }
-bins=("$@")
+specs=("$@"); bins=(); sqlite_flags=()
+for s in "${specs[@]}"; do
+    bins+=("${s%%:*}")
+    if [[ $s == *:* ]]; then sqlite_flags+=("${s#*:}"); else sqlite_flags+=(""); fi
+done
 work=$(mktemp -d); base=$((20000 + RANDOM % 20000))
 pids=(); dbs=()
 cleanup() {
@@ -33,16 +40,17 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-start() { # bin idx backend → port
-    local bin=$1 idx=$2 backend=$3 port=$((base + 10 * $2)) url
+start() { # bin idx backend [sqlite flags] → port
+    local bin=$1 idx=$2 backend=$3 port=$((base + 10 * $2)) url flags=()
     if [[ $backend == postgres ]]; then
         local db=ardacat_goals_$$_$idx; dbs+=("$db")
         psql -q "$admin/postgres" -c "create database $db" >/dev/null; url=$admin/$db
     else
         url=sqlite:$work/cat$idx.db
+        read -r -a flags <<<"${4:-}"
     fi
     ARDACAT_MAX_CONNECTIONS_PER_PEER=0 ARDACAT_ROOT_PASSWORD=pw "$bin/ardacat-server" --tcp-port $port \
-        --http-port $((port + 1)) --database "$url" >"$work/server$idx.log" 2>&1 &
+        --http-port $((port + 1)) --database "$url" "${flags[@]}" >"$work/server$idx.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do grep -q listening "$work/server$idx.log" && break; sleep 0.2; done
     "$bin/ardacat" bench --host 127.0.0.1 --port $port --login root --password pw --setup --entries 10000 \
@@ -64,7 +72,7 @@ print("%-40s %10.0f /s  p99 %.2f ms  errors %d" % (sys.argv[1], rate, r["p99_us"
 echo "date $(date -u '+%F %T') UTC; $(lscpu | grep 'Model name' | tr -s ' '); load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "16 connections, $secs s per point, $rounds rounds; bins: ${bins[*]}"
 for i in "${!bins[@]}"; do
-    start "${bins[$i]}" $((2 * i)) sqlite
+    start "${bins[$i]}" $((2 * i)) sqlite "${sqlite_flags[$i]}"
     start "${bins[$i]}" $((2 * i + 1)) postgres
 done
 for r in $(seq "$rounds"); do
@@ -78,10 +86,12 @@ for r in $(seq "$rounds"); do
         [[ $what == "postgres ping tcp" ]] && bench/pgbench-ref.sh 16 "$secs" "$admin" | sed 's/^/reference /'
         for i in "${!bins[@]}"; do
             b=${bins[$i]}; port=$((base + 20 * i)); [[ $backend == postgres ]] && port=$((port + 10))
-            point "$b" $port "$b $what" "$scenario" "$protocol"
+            point "$b" $port "${specs[$i]} $what" "$scenario" "$protocol"
         done
     done
 done
 echo "-- streaming ($stream_rows rows of 60 attributes, $rounds rounds)"
-bench/stream-ab.sh sqlite "$stream_rows" "$rounds" "${bins[@]}"
-bench/stream-ab.sh pg "$stream_rows" "$rounds" "${bins[@]}"
+# Each build once (a build given with and without SQLite flags is one build here).
+mapfile -t stream_bins < <(printf '%s\n' "${bins[@]}" | awk '!seen[$0]++')
+bench/stream-ab.sh sqlite "$stream_rows" "$rounds" "${stream_bins[@]}"
+bench/stream-ab.sh pg "$stream_rows" "$rounds" "${stream_bins[@]}"

@@ -30,17 +30,18 @@ fn create_entry_request(round: usize) -> String {
     )
 }
 
-async fn crash_loop(backend: Backend, rounds: usize) {
+/// `flags`: the server's extra flags, at every start.
+async fn crash_loop(backend: Backend, rounds: usize, flags: &[&str]) {
     let mut db = TestDb::new(backend).await;
     {
-        let server = TestServer::start_with(db, &[]).await;
+        let server = TestServer::start_with(db, flags).await;
         let mut c = server.raw().await;
         ok(&mut c, "createdir /c").await;
         ok(&mut c, "addattr /c n int").await;
         db = server.kill();
     }
     for round in 0..rounds {
-        let server = TestServer::start_with(db, &[]).await;
+        let server = TestServer::start_with(db, flags).await;
         // Committed writes: once their replies arrive they must survive. (On SQLite a writer waits
         // for an open transaction, so they come first.)
         let mut w = server.raw().await;
@@ -71,7 +72,7 @@ async fn crash_loop(backend: Backend, rounds: usize) {
         tokio::time::sleep(std::time::Duration::from_millis(300 + 100 * round as u64)).await;
         db = server.kill();
 
-        let server = TestServer::start_with(db, &[]).await;
+        let server = TestServer::start_with(db, flags).await;
         let mut r = server.raw().await;
         let found = ok(&mut r, &format!("find /c 'FILE = \"ack{round}\" or FILE = \"acktx{round}\"'")).await;
         assert_eq!(found.len(), 2, "round {round}: acknowledged writes lost: {found:?}");
@@ -90,10 +91,17 @@ async fn crash_loop(backend: Backend, rounds: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_sqlite() {
-    crash_loop(Backend::Sqlite, 5).await;
+    crash_loop(Backend::Sqlite, 5, &[]).await;
+}
+
+/// With the file kept to the server alone the WAL index lives in its memory and dies with it:
+/// the next start rebuilds it from the WAL file, acknowledged commits included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill9_sqlite_exclusive() {
+    crash_loop(Backend::Sqlite, 5, &["--sqlite-exclusive", "true"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_postgres() {
-    crash_loop(Backend::Postgres, 5).await;
+    crash_loop(Backend::Postgres, 5, &[]).await;
 }

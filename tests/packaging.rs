@@ -199,6 +199,8 @@ fn check_config_names_the_key_of_every_problem() {
         ("database = \"mysql://u:hunter2@h/db\"\n", "database"),
         ("database = \"sqlite:\"\n", "database"),
         ("tcp_port = 9000\nhttp_port = 9000\n", "http_port"),
+        ("database = \"postgres://u@h/db\"\nsqlite_exclusive = true\n", "sqlite_exclusive"),
+        ("database = \"sqlite::memory:\"\nsqlite_exclusive = true\n", "sqlite_exclusive"),
         ("tls_cert = \"{dir}/cert.pem\"\n", "tls_key"),
         ("tls_key = \"{dir}/key.pem\"\n", "tls_cert"),
         ("grid_mapfile = \"{dir}/grid-mapfile\"\n", "grid_mapfile"),

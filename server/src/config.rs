@@ -61,6 +61,10 @@ pub struct Config {
     pub max_failed_logins_per_minute: u32,
     /// Database connections in the pool (0: backend default).
     pub db_pool_size: usize,
+    /// SQLite file only: the server keeps the file to itself while it runs (one exclusive lock,
+    /// the WAL index in its own memory). Reads get faster; no other process — the `sqlite3`
+    /// shell, a second server — can open the file meanwhile (docs/operations.md).
+    pub sqlite_exclusive: bool,
     /// SOAP: largest request body in bytes.
     pub soap_max_body_bytes: usize,
     /// SOAP: deepest element nesting.
@@ -177,6 +181,7 @@ impl Default for Config {
             max_upload_entries: 1_000_000,
             max_failed_logins_per_minute: 10,
             db_pool_size: 0,
+            sqlite_exclusive: false,
             soap_max_body_bytes: 64 << 20,
             soap_max_depth: 64,
             soap_max_elements: 1_000_000,
@@ -261,6 +266,10 @@ pub struct Flags {
     /// Allow anonymous SOAP requests.
     #[arg(long, env = "ARDACAT_ALLOW_ANONYMOUS")]
     pub allow_anonymous: Option<bool>,
+    /// SQLite file only: keep the file to this server alone while it runs (faster reads; no
+    /// other process may open it meanwhile).
+    #[arg(long, env = "ARDACAT_SQLITE_EXCLUSIVE")]
+    pub sqlite_exclusive: Option<bool>,
     /// Seconds one database statement may run before it is cancelled (0: no limit).
     #[arg(long, env = "ARDACAT_QUERY_TIMEOUT")]
     pub query_timeout: Option<u64>,
@@ -370,6 +379,9 @@ impl Config {
         }
         if let Some(v) = flags.soap_dds_shadow {
             c.soap_dds_shadow = v;
+        }
+        if let Some(v) = flags.sqlite_exclusive {
+            c.sqlite_exclusive = v;
         }
         if let Some(v) = flags.allow_anonymous {
             c.allow_anonymous = v;

@@ -91,6 +91,7 @@ pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat
         pool_size: config.db_pool_size,
         statement_timeout: Duration::from_secs(config.query_timeout_secs),
         acquire_timeout: Duration::from_millis(config.db_acquire_timeout_ms.max(1)),
+        sqlite_exclusive: config.sqlite_exclusive,
         ..DbOptions::default()
     };
     let db = Db::open(&config.database, opts).await?;

@@ -81,6 +81,11 @@ impl Config {
                 "unsupported database URL (expected sqlite:PATH, sqlite::memory: or postgres://…)",
             )),
         }
+        let sqlite_file = db.strip_prefix("sqlite:").is_some_and(|rest| rest != ":memory:");
+        if self.sqlite_exclusive && !sqlite_file {
+            problems
+                .push(Problem::key("sqlite_exclusive", "applies to a SQLite file only (database is not sqlite:PATH)"));
+        }
         if self.tcp_port != 0 && self.tcp_port == self.http_port {
             problems.push(Problem::key("http_port", format!("the same port as tcp_port ({})", self.tcp_port)));
         }

@@ -134,6 +134,13 @@ pub struct DbOptions {
     /// SQLite page cache per connection, in KiB (`PRAGMA cache_size = -N`). SQLite's default of
     /// 2 MiB makes random point reads of a 10k-entry collection re-read pages from the OS.
     pub sqlite_cache_kib: u32,
+    /// SQLite file only: this process alone may open the file while the server runs (SQLite's
+    /// `unix-excl` VFS: one exclusive lock taken at the first read and held, the WAL index in
+    /// this process's memory). Every read transaction then skips the two `fcntl` locks on the
+    /// `-shm` file and the mutex held across them that shared access costs (rounds 8 and 12 of
+    /// docs/benchmarks.md). Another process — the `sqlite3` shell, a second server — cannot
+    /// read or write the file meanwhile.
+    pub sqlite_exclusive: bool,
 }
 
 impl Default for DbOptions {
@@ -145,6 +152,7 @@ impl Default for DbOptions {
             statement_cache: 256,
             statement_timeout: Duration::ZERO,
             sqlite_cache_kib: 16 * 1024,
+            sqlite_exclusive: false,
         }
     }
 }

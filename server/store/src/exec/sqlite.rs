@@ -51,6 +51,9 @@
 //! acknowledged: nothing committed is lost on kill -9 or power loss), `foreign_keys=ON`,
 //! `case_sensitive_like=ON` (LIKE behaves as on PostgreSQL), `busy_timeout`, and a
 //! `prepare_cached` LRU of `statement_cache` statements, and a page cache of `sqlite_cache_kib`.
+//! With `sqlite_exclusive` every connection opens the file through SQLite's `unix-excl` VFS: the
+//! process takes one exclusive lock at the first read and keeps it, the connections share the WAL
+//! index in this process's memory, and a read transaction costs no `fcntl` on the `-shm` file.
 //!
 //! # In-memory databases
 //! `sqlite::memory:` opens `file:/ardacat-mem-<pid>-<n>?vfs=memdb`: SQLite's memdb VFS shares a
@@ -278,6 +281,7 @@ async fn spawn_worker(
     let (jobs, queue) = std_mpsc::channel::<Job>();
     let (ready_tx, ready_rx) = oneshot::channel();
     let (busy, cache, cache_kib) = (opts.busy_timeout, opts.statement_cache, opts.sqlite_cache_kib);
+    let exclusive = file && opts.sqlite_exclusive;
     let deadline = Arc::new(Deadline::new());
     let watch = deadline.clone();
     let pending = Arc::new(AtomicUsize::new(0));
@@ -285,7 +289,7 @@ async fn spawn_worker(
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            let conn = match open_connection(&path, flags, file, busy, cache, cache_kib) {
+            let conn = match open_connection(&path, flags, file, exclusive, busy, cache, cache_kib) {
                 Ok(c) => c,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -319,16 +323,37 @@ fn open_connection(
     path: &std::path::Path,
     flags: OpenFlags,
     file: bool,
+    exclusive: bool,
     busy: Duration,
     cache: usize,
     cache_kib: u32,
 ) -> Result<Connection, StoreError> {
-    let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| StoreError::Config(format!("cannot open SQLite database {}: {e}", path.display())))?;
+    let opened = if exclusive {
+        Connection::open_with_flags_and_vfs(path, flags, c"unix-excl")
+    } else {
+        Connection::open_with_flags(path, flags)
+    };
+    let conn =
+        opened.map_err(|e| StoreError::Config(format!("cannot open SQLite database {}: {e}", path.display())))?;
     conn.busy_timeout(busy)?;
     conn.set_prepared_statement_cache_capacity(cache);
     if file {
-        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        // The first read of the file: where a lock held by another process shows.
+        let mode: String =
+            conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    StoreError::Config(format!(
+                        "SQLite database {} is in use by another process{}: {e}",
+                        path.display(),
+                        if exclusive {
+                            " (sqlite_exclusive needs the file to itself)"
+                        } else {
+                            " that holds it exclusively (a server with sqlite_exclusive?)"
+                        }
+                    ))
+                }
+                _ => StoreError::from(e),
+            })?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Config(format!(
                 "cannot switch {} to WAL mode (journal_mode is {mode})",
