@@ -20,8 +20,9 @@
 //!
 //! A server connection runs: encode [`Greeting`] → read lines into [`OptionsParser`] → `OK` if
 //! [`ClientOptions::expects_ok`] → TLS if asked → lines into [`LoginParser`] if
-//! [`ClientOptions::expects_login`] → then per line: [`fn@tokenize`] (or [`tokenize_escaped`]) and
-//! answer with `Status`/`Error`, `Data`…, `End`.
+//! [`ClientOptions::expects_login`] → then per line: [`tokenize_args`] (or [`tokenize_escaped`];
+//! both borrow the line where they can, [`fn@tokenize`] copies every argument) and answer with
+//! `Status`/`Error`, `Data`…, `End`.
 
 pub mod codec;
 pub mod error;
