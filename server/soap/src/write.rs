@@ -79,10 +79,9 @@ const SPECIAL: [bool; 256] = {
 fn text(out: &mut Vec<u8>, s: &str, field: Field<'_>) -> Result<(), SoapError> {
     let b = s.as_bytes();
     let mut last = 0;
-    for (i, &c) in b.iter().enumerate() {
-        if !SPECIAL[usize::from(c)] {
-            continue;
-        }
+    let mut i = plain_prefix(b);
+    while i < b.len() {
+        let c = b[i];
         let rep: &[u8] = match c {
             b'&' => b"&amp;",
             b'<' => b"&lt;",
@@ -94,14 +93,47 @@ fn text(out: &mut Vec<u8>, s: &str, field: Field<'_>) -> Result<(), SoapError> {
             0xEF if b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)) => {
                 return Err(unrepresentable(field, 0xFFFE + u32::from(b[i + 2] - 0xBE)));
             }
-            _ => continue,
+            _ => {
+                // 0xEF leading any other character: written as it is.
+                i += 1 + plain_prefix(&b[i + 1..]);
+                continue;
+            }
         };
         out.extend_from_slice(&b[last..i]);
         out.extend_from_slice(rep);
         last = i + 1;
+        i = last + plain_prefix(&b[last..]);
     }
     out.extend_from_slice(&b[last..]);
     Ok(())
+}
+
+/// How many bytes `b` starts with that [`text`] copies as they are (none in [`SPECIAL`]).
+/// Eight bytes at a time: a chunk's eight look-ups are OR-ed and branched on once, which
+/// halves the scan of the 20-byte strings that fill catalogue rows (one branch per byte was
+/// most of the escaping's cost on a 1,000-entry getAttributes).
+#[inline]
+fn plain_prefix(b: &[u8]) -> usize {
+    let special = |c: u8| SPECIAL[usize::from(c)];
+    let mut i = 0;
+    for c in b.chunks_exact(8) {
+        let any = special(c[0])
+            | special(c[1])
+            | special(c[2])
+            | special(c[3])
+            | special(c[4])
+            | special(c[5])
+            | special(c[6])
+            | special(c[7]);
+        if any {
+            break;
+        }
+        i += 8;
+    }
+    while i < b.len() && !special(b[i]) {
+        i += 1;
+    }
+    i
 }
 
 fn unrepresentable(field: Field<'_>, cp: u32) -> SoapError {
@@ -243,36 +275,49 @@ fn entry(out: &mut Vec<u8>, e: &Entry) -> Result<(), SoapError> {
 /// [`ResponseWriter::entry_row`] writes exactly the bytes [`ResponseWriter::entry`] would.
 #[derive(Debug, Clone)]
 pub struct EntryColumns {
-    /// Per attribute: the escaped start, or the code point that makes its name unwritable
-    /// (reported by the first entry, as [`ResponseWriter::entry`] would; a response without
-    /// entries never writes the name, so it does not fail).
-    heads: Vec<Result<Vec<u8>, u32>>,
+    /// Per attribute, in column order, up to the first one whose name XML cannot carry.
+    heads: Vec<Head>,
+    /// How many attributes there are in all.
+    len: usize,
+    /// The first attribute whose name XML cannot carry: its index and the code point (reported
+    /// by the first entry that reaches it, as [`ResponseWriter::entry`] would; a response
+    /// without entries never writes the name, so it does not fail).
+    unwritable: Option<(usize, u32)>,
+}
+
+/// One attribute's fixed bytes, escaped once per response.
+#[derive(Debug, Clone)]
+struct Head {
+    /// `<attribute><name>…</name><value>`: what a value follows.
+    open: Box<[u8]>,
+    /// The whole attribute with a nil value.
+    nil: Box<[u8]>,
 }
 
 impl EntryColumns {
     pub fn new<S: AsRef<str>>(names: &[S]) -> EntryColumns {
-        let heads = names
-            .iter()
-            .map(|n| {
-                let mut head = b"<attribute><name>".to_vec();
-                match text(&mut head, n.as_ref(), Field::from("")) {
-                    Ok(()) => {
-                        head.extend_from_slice(b"</name>");
-                        Ok(head)
-                    }
-                    Err(_) => Err(first_forbidden(n.as_ref())),
-                }
-            })
-            .collect();
-        EntryColumns { heads }
+        let mut heads = Vec::with_capacity(names.len());
+        let mut unwritable = None;
+        for (i, n) in names.iter().enumerate() {
+            let mut start = b"<attribute><name>".to_vec();
+            if text(&mut start, n.as_ref(), Field::from("")).is_err() {
+                unwritable = Some((i, first_forbidden(n.as_ref())));
+                break;
+            }
+            start.extend_from_slice(b"</name>");
+            let nil = [start.as_slice(), b"<value xsi:nil=\"true\"/></attribute>"].concat();
+            start.extend_from_slice(b"<value>");
+            heads.push(Head { open: start.into(), nil: nil.into() });
+        }
+        EntryColumns { heads, len: names.len(), unwritable }
     }
 
     pub fn len(&self) -> usize {
-        self.heads.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heads.is_empty()
+        self.len == 0
     }
 }
 
@@ -331,12 +376,12 @@ where
     out.extend_from_slice(b"<entry><name>");
     text(out, name, Field::from("entry/name"))?;
     out.extend_from_slice(b"</name>");
-    for (head, v) in columns.heads.iter().zip(values) {
-        let head = head.as_ref().map_err(|&cp| unrepresentable(Field("entry/", "attribute/name"), cp))?;
-        out.extend_from_slice(head);
+    let mut values = values.into_iter();
+    let mut written = 0;
+    for (head, v) in columns.heads.iter().zip(&mut values) {
         match v.text() {
             Some(t) => {
-                out.extend_from_slice(b"<value>");
+                out.extend_from_slice(&head.open);
                 if v.is_plain() {
                     debug_assert!(t.bytes().all(|b| b.is_ascii_alphanumeric() || b"-+.: ".contains(&b)), "{t:?}");
                     out.extend_from_slice(t.as_bytes());
@@ -345,8 +390,16 @@ where
                 }
                 out.extend_from_slice(b"</value></attribute>");
             }
-            None => out.extend_from_slice(b"<value xsi:nil=\"true\"/></attribute>"),
+            None => out.extend_from_slice(&head.nil),
         }
+        written += 1;
+    }
+    // The heads end at an unwritable name: a row with a value for it fails there.
+    if let Some((at, cp)) = columns.unwritable
+        && written == at
+        && values.next().is_some()
+    {
+        return Err(unrepresentable(Field("entry/", "attribute/name"), cp));
     }
     out.extend_from_slice(b"</entry>");
     Ok(())
@@ -606,4 +659,79 @@ pub fn response_bytes(version: SoapVersion, response: &Response) -> Result<Bytes
     let mut out = Vec::with_capacity(512);
     write_response(version, response, &mut out)?;
     Ok(Bytes::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What [`text`] must write, one character at a time.
+    fn escaped_by_char(s: &str) -> Result<String, u32> {
+        let mut out = String::new();
+        for ch in s.chars() {
+            match ch {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&apos;"),
+                '\r' => out.push_str("&#13;"),
+                c if crate::xml::is_forbidden_char(c) => return Err(u32::from(c)),
+                c => out.push(c),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Characters around every case of the scan: markup, CR, tab, LF, controls, U+FFFE/U+FFFF
+    /// and other characters whose UTF-8 starts with 0xEF, multi-byte text and plain ASCII.
+    fn tricky() -> impl Strategy<Value = String> {
+        let ch = prop_oneof![
+            6 => prop::char::range('a', 'z'),
+            1 => prop::sample::select(vec![
+                '&', '<', '>', '"', '\'', '\r', '\t', '\n', '\u{0}', '\u{1}', '\u{1F}', ' ', '\u{7F}',
+                '\u{FFFE}', '\u{FFFF}', '\u{FFFD}', '\u{F000}', '\u{FEFF}', 'é', '\u{1F600}',
+            ]),
+        ];
+        prop::collection::vec(ch, 0..40).prop_map(|v| v.into_iter().collect())
+    }
+
+    fn written(s: &str) -> Result<String, SoapError> {
+        let mut out = b"x".to_vec();
+        text(&mut out, s, Field::from("f")).map(|()| String::from_utf8(out[1..].to_vec()).unwrap())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, .. ProptestConfig::default() })]
+
+        /// The chunked scan writes exactly what a character-by-character escaper writes, and
+        /// refuses exactly the strings it refuses, naming the first forbidden character.
+        #[test]
+        fn text_escapes_as_character_by_character(s in tricky()) {
+            match (written(&s), escaped_by_char(&s)) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+                (Err(SoapError::Unserializable(m)), Err(cp)) => {
+                    let expected = format!("U+{cp:04X}");
+                    prop_assert!(m.contains(&expected), "{} does not name {}", m, expected);
+                }
+                (a, b) => prop_assert!(false, "text gave {:?}, expected {:?}", a, b),
+            }
+        }
+    }
+
+    #[test]
+    fn plain_prefix_stops_at_the_first_special_byte_in_and_after_chunks() {
+        for len in 0..20 {
+            let plain = "a".repeat(len);
+            assert_eq!(plain_prefix(plain.as_bytes()), len);
+            for at in 0..len {
+                for special in [b'&', b'\r', 0x01, 0xEF, b'\''] {
+                    let mut b = plain.clone().into_bytes();
+                    b[at] = special;
+                    assert_eq!(plain_prefix(&b), at, "len {len}, {special:#x} at {at}");
+                }
+            }
+        }
+    }
 }

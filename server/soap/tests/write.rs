@@ -391,6 +391,29 @@ fn entry_rows_refuse_what_entries_refuse_and_leave_no_partial_output() {
     assert_eq!(out.len(), before);
 }
 
+/// A column name XML cannot carry fails only the rows that reach it: a shorter row is written
+/// as `entry` writes it, and the columns before it are unaffected.
+#[test]
+fn an_unwritable_column_fails_only_rows_that_reach_it() {
+    let names = ["a", "b", "c\u{FFFF}", "d"];
+    let columns = EntryColumns::new(&names);
+    assert_eq!(columns.len(), 4);
+    let (mut by_row, mut by_entry) = (Vec::new(), Vec::new());
+    let mut wr = ResponseWriter::begin(V12, Operation::GetAttributes, &mut by_row);
+    let mut we = ResponseWriter::begin(V12, Operation::GetAttributes, &mut by_entry);
+    for values in [vec![], vec![Some("1")], vec![None, Some("2&")]] {
+        wr.entry_row(&columns, "/e", values.iter().copied(), &mut by_row).unwrap();
+        we.entry(&entry_of(&names, "/e", &values), &mut by_entry).unwrap();
+    }
+    let before = by_row.len();
+    let e = wr.entry_row(&columns, "/e", [Some("1"), Some("2"), None], &mut by_row).unwrap_err();
+    assert!(matches!(&e, SoapError::Unserializable(m) if m.contains("U+FFFF")), "{e:?}");
+    assert_eq!(by_row.len(), before);
+    wr.finish(&mut by_row).unwrap();
+    we.finish(&mut by_entry).unwrap();
+    assert_eq!(String::from_utf8(by_row).unwrap(), String::from_utf8(by_entry).unwrap());
+}
+
 #[test]
 fn streaming_writer_items_are_atomic_and_checked() {
     let mut out = Vec::new();
