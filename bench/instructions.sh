@@ -32,6 +32,10 @@ for bin in "$@"; do
     grep -q listening "$work/server.log" || { cat "$work/server.log" >&2; exit 1; }
     client=("$bin/ardacat" bench --host 127.0.0.1 --login root --password pw)
     "${client[@]}" --port $port --setup --entries 1000 --scenario ping --duration 1 >/dev/null 2>&1
+    # Over SOAP the first request logs in (argon2: ~100M instructions) and the credential cache
+    # serves the rest for a minute: log in before the counted runs, or the first of them carries it.
+    [[ $protocol == soap ]] && "${client[@]}" --port $((port + 1)) --protocol soap --scenario ping \
+        --connections 1 --duration 1 >/dev/null 2>&1
     # Two runs on the server, each from a fresh zero to a dump (parts 1 and 2): SECS seconds, then
     # one second. Their difference is SECS - 1 seconds of operations without the fixed costs each
     # run has (the load generator's connection and login: an argon2 hash is millions).

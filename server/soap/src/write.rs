@@ -275,8 +275,12 @@ fn entry(out: &mut Vec<u8>, e: &Entry) -> Result<(), SoapError> {
 /// [`ResponseWriter::entry_row`] writes exactly the bytes [`ResponseWriter::entry`] would.
 #[derive(Debug, Clone)]
 pub struct EntryColumns {
-    /// Per attribute, in column order, up to the first one whose name XML cannot carry.
-    heads: Vec<Head>,
+    /// Every attribute's `<attribute><name>…</name><value>` (what a value follows), one after
+    /// the other, up to the first one whose name XML cannot carry: one allocation per response
+    /// whatever the number of attributes (a single-entry getAttributes builds this too).
+    starts: Vec<u8>,
+    /// Where each attribute's start ends in `starts` (it begins where the previous one ends).
+    ends: Vec<usize>,
     /// How many attributes there are in all.
     len: usize,
     /// The first attribute whose name XML cannot carry: its index and the code point (reported
@@ -285,31 +289,26 @@ pub struct EntryColumns {
     unwritable: Option<(usize, u32)>,
 }
 
-/// One attribute's fixed bytes, escaped once per response.
-#[derive(Debug, Clone)]
-struct Head {
-    /// `<attribute><name>…</name><value>`: what a value follows.
-    open: Box<[u8]>,
-    /// The whole attribute with a nil value.
-    nil: Box<[u8]>,
-}
+const VALUE_OPEN: &[u8] = b"<value>";
 
 impl EntryColumns {
     pub fn new<S: AsRef<str>>(names: &[S]) -> EntryColumns {
-        let mut heads = Vec::with_capacity(names.len());
+        let mut starts = Vec::with_capacity(names.iter().map(|n| n.as_ref().len() + 31).sum());
+        let mut ends = Vec::with_capacity(names.len());
         let mut unwritable = None;
         for (i, n) in names.iter().enumerate() {
-            let mut start = b"<attribute><name>".to_vec();
-            if text(&mut start, n.as_ref(), Field::from("")).is_err() {
+            let mark = starts.len();
+            starts.extend_from_slice(b"<attribute><name>");
+            if text(&mut starts, n.as_ref(), Field::from("")).is_err() {
+                starts.truncate(mark);
                 unwritable = Some((i, first_forbidden(n.as_ref())));
                 break;
             }
-            start.extend_from_slice(b"</name>");
-            let nil = [start.as_slice(), b"<value xsi:nil=\"true\"/></attribute>"].concat();
-            start.extend_from_slice(b"<value>");
-            heads.push(Head { open: start.into(), nil: nil.into() });
+            starts.extend_from_slice(b"</name>");
+            starts.extend_from_slice(VALUE_OPEN);
+            ends.push(starts.len());
         }
-        EntryColumns { heads, len: names.len(), unwritable }
+        EntryColumns { starts, ends, len: names.len(), unwritable }
     }
 
     pub fn len(&self) -> usize {
@@ -318,6 +317,16 @@ impl EntryColumns {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Each writable attribute's start, in column order.
+    fn starts(&self) -> impl Iterator<Item = &[u8]> {
+        let mut from = 0;
+        self.ends.iter().map(move |&end| {
+            let start = &self.starts[from..end];
+            from = end;
+            start
+        })
     }
 }
 
@@ -378,10 +387,10 @@ where
     out.extend_from_slice(b"</name>");
     let mut values = values.into_iter();
     let mut written = 0;
-    for (head, v) in columns.heads.iter().zip(&mut values) {
+    for (start, v) in columns.starts().zip(&mut values) {
         match v.text() {
             Some(t) => {
-                out.extend_from_slice(&head.open);
+                out.extend_from_slice(start);
                 if v.is_plain() {
                     debug_assert!(t.bytes().all(|b| b.is_ascii_alphanumeric() || b"-+.: ".contains(&b)), "{t:?}");
                     out.extend_from_slice(t.as_bytes());
@@ -390,11 +399,14 @@ where
                 }
                 out.extend_from_slice(b"</value></attribute>");
             }
-            None => out.extend_from_slice(&head.nil),
+            None => {
+                out.extend_from_slice(&start[..start.len() - VALUE_OPEN.len()]);
+                out.extend_from_slice(b"<value xsi:nil=\"true\"/></attribute>");
+            }
         }
         written += 1;
     }
-    // The heads end at an unwritable name: a row with a value for it fails there.
+    // The starts end at an unwritable name: a row with a value for it fails there.
     if let Some((at, cp)) = columns.unwritable
         && written == at
         && values.next().is_some()
