@@ -227,14 +227,26 @@ pub fn push_float(out: &mut String, f: f64) {
         });
         return;
     }
+    let magnitude = f.abs();
     let mut buf = zmij::Buffer::new();
-    let text = buf.format_finite(f.abs());
-    // Fast path: `zmij`'s fixed notation for 1e-4 <= |f| < 1e15 (no exponent, an integer part
-    // of at most 15 digits, not `0.0000…`) is already the layout, but for a trailing `.0`. With
-    // at most 15 significant digits the digits cannot lie on a rounding boundary (below).
-    // One pass over at most 16 bytes finds the point and any exponent: a search call per
-    // question (`contains`, `position`) cost more than the loop, on every float of every row.
+    let text = buf.format_finite(magnitude);
     let bytes = text.as_bytes();
+    // Fast path: `zmij`'s fixed notation (no exponent, an integer part of at most 15 digits, not
+    // `0.0000…`) is already the layout, but for a trailing `.0`. With at most 15 significant
+    // digits (16 bytes) the digits cannot lie on a rounding boundary (below).
+    // Where the value alone says so, nothing is looked for: `zmij` writes fixed notation for
+    // decimal exponents -5..=15, and the shortest digits of 1e-4 <= |f| < 1e14 lead at
+    // 10^-4..10^13 (a decimal that reads back as f lies on f's side of both bounds). Stored
+    // measurements are mostly here.
+    if bytes.len() <= 16 && (1e-4..1e14).contains(&magnitude) {
+        if f.is_sign_negative() {
+            out.push('-');
+        }
+        out.push_str(text.strip_suffix(".0").unwrap_or(text));
+        return;
+    }
+    // Elsewhere one pass over at most 16 bytes finds the point and any exponent: a search call
+    // per question (`contains`, `position`) cost more than the loop.
     if bytes.len() <= 16 && !bytes.starts_with(b"0.0000") {
         let (mut point, mut exponent) = (bytes.len(), false);
         for (i, &b) in bytes.iter().enumerate() {
@@ -599,6 +611,19 @@ mod tests {
             (f64::NAN, "NaN"),
             (f64::INFINITY, "Infinity"),
             (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(format_float(f), pg, "bits {:#x}", f.to_bits());
+            check_float(f).unwrap();
+        }
+        // Either side of the range the value alone puts on the fast path (1e-4 <= |f| < 1e14);
+        // checked against PostgreSQL 15 like the pairs above.
+        for (f, pg) in [
+            (99999999999999.0, "99999999999999"),
+            (-99999999999999.5, "-99999999999999.5"),
+            (99999999999999.98, "99999999999999.98"),
+            (1.0000000000000002e-4, "0.00010000000000000002"),
+            (9.999999999999999e-5, "9.999999999999999e-05"),
+            (-1234.5678, "-1234.5678"),
         ] {
             assert_eq!(format_float(f), pg, "bits {:#x}", f.to_bits());
             check_float(f).unwrap();
