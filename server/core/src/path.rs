@@ -62,7 +62,14 @@ pub fn split(path: &str) -> Option<(&str, &str)> {
 }
 
 pub fn join(parent: &str, name: &str) -> String {
-    if parent == "/" { format!("/{name}") } else { format!("{parent}/{name}") }
+    // Pushed, not `format!`ed: a getAttributes names every entry it returns this way, and the
+    // formatting machinery cost several times the copy.
+    let parent = if parent == "/" { "" } else { parent };
+    let mut path = String::with_capacity(parent.len() + 1 + name.len());
+    path.push_str(parent);
+    path.push('/');
+    path.push_str(name);
+    path
 }
 
 /// Does the component contain a glob wildcard?
@@ -106,6 +113,8 @@ mod tests {
         assert_eq!(split("/a"), Some(("/", "a")));
         assert_eq!(split("/"), None);
         assert_eq!(join("/", "a"), "/a");
+        assert_eq!(join("/a/b", "c"), "/a/b/c");
+        assert_eq!(join("/a", ""), "/a/");
     }
 
     #[test]
