@@ -391,8 +391,9 @@ fn entry_rows_refuse_what_entries_refuse_and_leave_no_partial_output() {
     assert_eq!(out.len(), before);
 }
 
-/// Every pattern of values and nils over four columns, and every row length: a value's close
-/// travels with the next attribute's start, which must not show in the bytes.
+/// Every pattern of values and nils over four columns, and every row length: a value and a nil
+/// share their attribute's prepared start (a nil cuts it before `<value>`), which must not show
+/// in the bytes.
 #[test]
 fn entry_rows_of_every_value_and_nil_pattern_write_what_entries_write() {
     let names = ["a", "b&", "c", "d"];
