@@ -1526,3 +1526,70 @@ async fn pooled_connection_reused_and_an_ended_one_replaced_postgres() {
     })
     .await;
 }
+
+/// Which pooled connection a `Conn` reads on: PostgreSQL's backend pid; on SQLite the page cache
+/// size `mark_sqlite` gave the connection (SQLite has no connection id a statement can read).
+async fn connection_identity(c: &mut ardacat_store::Conn, backend: Backend) -> i64 {
+    let sql = match backend {
+        Backend::Postgres => "SELECT pg_backend_pid()::int8",
+        Backend::Sqlite => "PRAGMA cache_size",
+    };
+    match c.query(sql, &[], &[ValueType::Int]).await.unwrap().as_slice() {
+        [row] => match row.as_slice() {
+            [Value::Int(n)] => *n,
+            other => panic!("identity: {other:?}"),
+        },
+        other => panic!("identity: {other:?}"),
+    }
+}
+
+/// Both pools hand a thread the connection it gave back last, not merely the most recent one
+/// (exec::thread_slot): thread T gives back `a` then `b`, thread O takes `b` (T's most recent: O
+/// has none of its own) and gives it back, so `b` is now the most recent of all — and T's next
+/// `Conn` is `a` again. Plain threads drive the futures with `Handle::block_on`, so which OS
+/// thread runs each step is fixed while the runtime's workers drive the sockets.
+async fn a_thread_gets_back_its_own_connection(db: Db) {
+    let backend = db.backend();
+    let handle = tokio::runtime::Handle::current();
+    let t = std::thread::spawn(move || {
+        let (a, b) = handle.block_on(async {
+            let mut a = db.acquire().await.unwrap();
+            let mut b = db.acquire().await.unwrap();
+            if backend == Backend::Sqlite {
+                a.query("PRAGMA cache_size = -1001", &[], &[]).await.unwrap();
+                b.query("PRAGMA cache_size = -1002", &[], &[]).await.unwrap();
+            }
+            let ids = (connection_identity(&mut a, backend).await, connection_identity(&mut b, backend).await);
+            drop(a);
+            drop(b);
+            ids
+        });
+        assert_ne!(a, b);
+        let (db_o, handle_o) = (db.clone(), handle.clone());
+        let taken_by_o = std::thread::spawn(move || {
+            handle_o.block_on(async {
+                let mut c = db_o.acquire().await.unwrap();
+                connection_identity(&mut c, backend).await
+            })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(taken_by_o, b, "a thread with no connection of its own takes the most recent one");
+        let again = handle.block_on(async {
+            let mut c = db.acquire().await.unwrap();
+            connection_identity(&mut c, backend).await
+        });
+        assert_eq!(again, a, "the thread gets back the connection it gave back, not the other thread's");
+    });
+    tokio::task::spawn_blocking(move || t.join().unwrap()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_gets_back_its_own_connection_sqlite() {
+    on_sqlite_file(small_opts(), |db, _| a_thread_gets_back_its_own_connection(db)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_gets_back_its_own_connection_postgres() {
+    on_pg(small_opts(), |db, _| a_thread_gets_back_its_own_connection(db)).await;
+}

@@ -15,7 +15,8 @@
 //!
 //! # Pool: N reader connections, one reserved writer connection, an in-process write gate
 //! The API has a single `acquire()` and a `Conn` does not say up front whether it will write, so
-//! every `Conn` gets one of N pooled connections (default 4) for its reads, and the pool keeps one
+//! every `Conn` gets one of N pooled connections (default 4; preferably the one its thread gave back
+//! last, see `exec::thread_slot`) for its reads, and the pool keeps one
 //! more connection, the *writer*, that no `Conn` owns. Writers are serialized two ways:
 //! - inside the process by an async *write gate* (a `tokio::sync::Mutex`): `begin()` holds it until
 //!   commit/rollback, and `execute`/`execute_batch`/`execute_many` outside a transaction hold it
@@ -155,6 +156,8 @@ struct Worker {
     conn: Arc<Mutex<Connection>>,
     /// Jobs sent to the thread and not finished yet (decremented under the connection lock).
     pending: Arc<AtomicUsize>,
+    /// [`super::thread_slot`] of the thread that last gave this connection back to the pool.
+    last_thread: u32,
 }
 
 impl Worker {
@@ -240,7 +243,17 @@ impl Pool {
             Ok(Err(_)) => return Err(StoreError::Closed),
             Ok(Ok(p)) => p,
         };
-        let worker = pool.idle().pop().ok_or(StoreError::Closed)?;
+        let worker = {
+            // Prefer the connection this thread gave back last: a point read runs on the
+            // calling thread (`query_point`), and a connection's page cache, lookaside and
+            // statements stay in this core's caches instead of moving to the other's.
+            let mut idle = pool.idle();
+            let me = super::thread_slot();
+            match idle.iter().rposition(|w| w.last_thread == me) {
+                Some(i) => idle.remove(i),
+                None => idle.pop().ok_or(StoreError::Closed)?,
+            }
+        };
         Ok(Conn {
             worker: Some(worker),
             permit: Some(permit),
@@ -316,7 +329,7 @@ async fn spawn_worker(
         })
         .map_err(|e| StoreError::Database(format!("cannot start a SQLite thread: {e}")))?;
     let conn = ready_rx.await.map_err(|_| StoreError::Closed)??;
-    Ok(Worker { jobs, deadline, conn, pending })
+    Ok(Worker { jobs, deadline, conn, pending, last_thread: 0 })
 }
 
 fn open_connection(
@@ -420,6 +433,8 @@ impl Drop for Conn {
                     }
                 }));
             }
+            let mut worker = worker;
+            worker.last_thread = super::thread_slot();
             self.pool.idle().push(worker);
         }
         // Released after the worker is back in `idle`, keeping permits <= idle workers.

@@ -6,7 +6,8 @@
 //! unconditionally) and by default every connection it hands out, so a single `get` cost three
 //! round trips where its statement needs one. Here a connection given back clean (no open
 //! transaction, nothing unread, no session state: the parent decides) goes straight onto a stack
-//! and the next `acquire` takes the most recently used one. A connection that sat there for
+//! and the next `acquire` takes the most recently used one that its own thread gave back (else the
+//! most recent of all: see `exec::thread_slot`). A connection that sat there for
 //! [`PING_IF_IDLE_FOR`] or longer, or on which a statement failed (a broken socket fails like any
 //! statement), is pinged first, and closed and replaced if that fails, so a connection gone stale
 //! unseen (the server restarted, a firewall dropped it) is still caught before use; one in steady
@@ -44,6 +45,8 @@ struct Idle {
     conn: PgConnection,
     since: Instant,
     failed: bool,
+    /// The [`super::super::thread_slot`] of the thread that gave it back.
+    thread: u32,
 }
 
 /// A connection in use, with the permit it holds. Dropping it closes the connection.
@@ -77,9 +80,17 @@ impl Slots {
             Ok(Err(_)) => return Err(StoreError::Closed),
             Err(_) => return Err(StoreError::PoolTimeout),
         };
+        let me = super::super::thread_slot();
         loop {
-            let warm = self.idle().pop();
-            let Some(Idle { mut conn, since, failed }) = warm else { break };
+            // The most recently used connection this thread gave back, else the most recent.
+            let warm = {
+                let mut idle = self.idle();
+                match idle.iter().rposition(|i| i.thread == me) {
+                    Some(at) => Some(idle.remove(at)),
+                    None => idle.pop(),
+                }
+            };
+            let Some(Idle { mut conn, since, failed, .. }) = warm else { break };
             // A failed ping drops (closes) the connection; try the next one.
             if (!failed && since.elapsed() < PING_IF_IDLE_FOR) || conn.ping().await.is_ok() {
                 return Ok(Live { conn, permit });
@@ -94,7 +105,7 @@ impl Slots {
     /// A clean connection back onto the stack; its permit is released after it is there.
     pub(super) fn give_back(&self, live: Live, failed: bool) {
         let Live { conn, permit } = live;
-        self.idle().push(Idle { conn, since: Instant::now(), failed });
+        self.idle().push(Idle { conn, since: Instant::now(), failed, thread: super::super::thread_slot() });
         drop(permit);
     }
 
