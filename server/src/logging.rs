@@ -13,7 +13,8 @@
 //! bytes tracing-subscriber's own would write, at a fraction of the cost on each request.
 //!
 //! Lines reach stderr through a shared buffer ([`LineQueue`]): a request thread formats its
-//! line into its own buffer and appends it under a lock (no system call); a writer thread
+//! line into its own buffer (kept for its next line) and appends it under a lock (no system
+//! call; the shared buffer is two that swap, so neither grows anew each batch); a writer thread
 //! writes what has gathered `GATHER` after the first line of a batch arrived, so under load
 //! many lines share one `write` instead of each request paying for its own. A line is out at
 //! most a few milliseconds after it was logged; the guard held by `main` writes out the rest
@@ -68,17 +69,30 @@ struct Shared {
     /// Signalled when a line arrives in an empty buffer.
     arrived: Condvar,
     /// Held while a batch is taken and written, so batches go out in the order they were taken.
-    out: Mutex<Box<dyn Write + Send>>,
+    out: Mutex<Output>,
+}
+
+struct Output {
+    to: Box<dyn Write + Send>,
+    /// The last batch's buffer, emptied: it becomes `pending` when the next batch is taken, so
+    /// appending lines does not grow a new buffer from nothing every batch.
+    spare: Vec<u8>,
 }
 
 impl Shared {
     /// Take what is pending and write it (under `out`, so order is kept).
     fn write_pending(&self) {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut batch = std::mem::take(&mut out.spare);
+        std::mem::swap(&mut batch, &mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
         if !batch.is_empty() {
-            let _ = out.write_all(&batch);
-            let _ = out.flush();
+            let _ = out.to.write_all(&batch);
+            let _ = out.to.flush();
+        }
+        batch.clear();
+        // A flood's buffer (see `MAX_BUFFERED`) is not kept.
+        if batch.capacity() <= MAX_BUFFERED {
+            out.spare = batch;
         }
     }
 }
@@ -96,7 +110,7 @@ impl LineQueue {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Vec::new()),
             arrived: Condvar::new(),
-            out: Mutex::new(Box::new(out)),
+            out: Mutex::new(Output { to: Box::new(out), spare: Vec::new() }),
         });
         let writer = shared.clone();
         let spawned = std::thread::Builder::new().name("ardacat-log".into()).spawn(move || write_batches(&writer));
@@ -121,6 +135,15 @@ impl LineQueue {
     }
 }
 
+thread_local! {
+    /// A thread's buffer for the event it is formatting, kept between events (a line costs no
+    /// allocation); an event formatted while another is (never seen) gets a new one.
+    static LINE_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Lines longer than this do not keep their buffer for the thread's next line.
+const KEEP_LINE_BUFFER: usize = 4096;
+
 /// One event's text; joins the buffer when dropped.
 pub struct QueuedLine<'a> {
     buf: Vec<u8>,
@@ -143,6 +166,12 @@ impl Drop for QueuedLine<'_> {
         if !self.buf.is_empty() {
             self.queue.append(&self.buf);
         }
+        let mut buf = std::mem::take(&mut self.buf);
+        if buf.capacity() <= KEEP_LINE_BUFFER {
+            buf.clear();
+            // Fails only while the thread is exiting; the buffer is then simply freed.
+            let _ = LINE_BUFFER.try_with(|b| b.set(buf));
+        }
     }
 }
 
@@ -150,9 +179,7 @@ impl<'a> MakeWriter<'a> for LineQueue {
     type Writer = QueuedLine<'a>;
 
     fn make_writer(&'a self) -> QueuedLine<'a> {
-        // Empty: the subscriber writes a formatted event in one call, and the first write into an
-        // empty vector allocates exactly its length.
-        QueuedLine { buf: Vec::new(), queue: self }
+        QueuedLine { buf: LINE_BUFFER.try_with(|b| b.take()).unwrap_or_default(), queue: self }
     }
 }
 
