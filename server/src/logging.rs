@@ -27,8 +27,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::{Layer, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Registry, filter::Targets};
 
 use crate::config::LogFormat;
 
@@ -48,19 +50,46 @@ const MAX_BUFFERED: usize = 1 << 20;
 /// dropping it writes out every line still buffered.
 #[must_use = "dropping the guard flushes the log; hold it until the process ends"]
 pub fn init(format: LogFormat) -> LogGuard {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     let (queue, guard) = LineQueue::start(std::io::stderr());
     // Colours only for a terminal: a journal or log file gets plain text (and formatting the
     // escape codes was a cost on every request line).
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     LINE_IN_SPAN.store(matches!(format, LogFormat::Json), Ordering::Relaxed);
-    let builder =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(queue).with_ansi(ansi).with_timer(UtcMicros);
-    let _ = match format {
-        LogFormat::Text => builder.fmt_fields(PlainFields).try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(true).try_init(),
-    };
+    match static_targets(std::env::var("RUST_LOG").ok().as_deref()) {
+        Some(targets) => install(targets, format, queue, ansi),
+        None => install(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()), format, queue, ansi),
+    }
     guard
+}
+
+/// `RUST_LOG` (default `info`) as a [`Targets`] filter when it is a plain list of
+/// `target=level`, `target` and `level` directives, which both filters read alike. An
+/// `EnvFilter` keeps per-span state behind locks that every request's span takes on each enter,
+/// exit and close, from whichever thread polls it (docs/benchmarks.md, round 14); `Targets`
+/// decides by a callsite's target and level alone. Span and field directives (`[`, `{`), spaces
+/// and anything `Targets` cannot parse are left to `EnvFilter`.
+fn static_targets(spec: Option<&str>) -> Option<Targets> {
+    let spec = spec.unwrap_or("info");
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '=' | ',' | '-');
+    if spec.is_empty() || !spec.chars().all(plain) || spec.split(',').any(|d| d.is_empty() || d.starts_with('=')) {
+        return None;
+    }
+    spec.parse().ok()
+}
+
+/// The global subscriber: `filter`, then the text or JSON lines into `queue`.
+fn install<F>(filter: F, format: LogFormat, queue: LineQueue, ansi: bool)
+where
+    F: Layer<Registry> + Send + Sync + 'static,
+{
+    let lines = tracing_subscriber::fmt::layer().with_writer(queue).with_ansi(ansi).with_timer(UtcMicros);
+    let base = tracing_subscriber::registry().with(filter);
+    let _ = match format {
+        LogFormat::Text => base.with(lines.fmt_fields(PlainFields)).try_init(),
+        LogFormat::Json => {
+            base.with(lines.json().flatten_event(true).with_current_span(true).with_span_list(true)).try_init()
+        }
+    };
 }
 
 struct Shared {
@@ -374,5 +403,70 @@ mod tests {
         writeln!(queue.make_writer(), "last").unwrap();
         drop(guard);
         assert!(String::from_utf8(out.0.lock().unwrap().clone()).unwrap().ends_with("last\n"));
+    }
+
+    /// The events a filter lets through, of a fixed set at several targets and levels.
+    fn passed_by<F>(filter: F) -> String
+    where
+        F: Layer<Registry> + Send + Sync + 'static,
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        let out = Shared::default();
+        let writer = out.clone();
+        let lines = tracing_subscriber::fmt::layer()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .without_time()
+            .with_target(true)
+            .with_level(true);
+        let subscriber = tracing_subscriber::registry().with(filter).with(lines);
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("request", request_id = "r1");
+            let _in = span.enter();
+            tracing::trace!(target: "ardacat::request", "t1");
+            tracing::debug!(target: "ardacat::request", "d1");
+            tracing::info!(target: "ardacat::request", "i1");
+            tracing::info!(target: "ardacat::requests", "i1s");
+            tracing::warn!(target: "ardacat::request", "w1");
+            tracing::debug!(target: "ardacat_store::exec", "d2");
+            tracing::info!(target: "ardacat_store::exec", "i2");
+            tracing::error!(target: "ardacat_store", "e2");
+            tracing::info!(target: "audit", "i3");
+            tracing::warn!(target: "audit", "w3");
+            tracing::debug!(target: "sqlx::query", "d4");
+            tracing::info!(target: "sqlx::query", "i4");
+            tracing::trace!(target: "sqlx", "t4");
+        });
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn plain_rust_log_specs_filter_as_env_filter_does() {
+        for spec in [
+            "info",
+            "warn",
+            "trace",
+            "off",
+            "INFO",
+            "info,ardacat::request=off",
+            "warn,ardacat_store=debug",
+            "ardacat::request=warn,audit=off,sqlx=trace",
+            "ardacat_store",
+            "error,ardacat=debug",
+            "debug,sqlx::query=info,sqlx=off",
+        ] {
+            let targets = static_targets(Some(spec)).unwrap_or_else(|| panic!("{spec} is a plain list"));
+            let env = EnvFilter::try_new(spec).unwrap();
+            let (a, b) = (passed_by(targets), passed_by(env));
+            assert_eq!(a, b, "RUST_LOG={spec}");
+        }
+        // Unset: `info` (as `init`'s EnvFilter fallback).
+        assert_eq!(passed_by(static_targets(None).unwrap()), passed_by(EnvFilter::new("info")));
+        assert!(passed_by(EnvFilter::new("info")).contains("i1"), "the comparison sees events");
+        // What `Targets` would read differently, or not at all, stays with `EnvFilter`.
+        for spec in ["", "info,", "info, sqlx=off", "ardacat[request]=debug", "ardacat[{code}]=debug", "x=y=z", "=info"]
+        {
+            assert!(static_targets(Some(spec)).is_none(), "{spec:?} is left to EnvFilter");
+        }
     }
 }
