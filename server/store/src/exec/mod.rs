@@ -332,7 +332,6 @@ impl Db {
     }
 }
 
-/// Hide the password of a URL in messages.
 /// A small number naming the calling OS thread (0 is never handed out). Both pools prefer to
 /// give a thread the connection it gave back last: a connection's buffers, statement cache
 /// and (SQLite) page cache then stay in the caches of the core that uses them instead of
@@ -340,9 +339,11 @@ impl Db {
 fn thread_slot() -> u32 {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
     thread_local!(static SLOT: u32 = NEXT.fetch_add(1, Ordering::Relaxed));
-    SLOT.with(|s| *s)
+    // `u32` has no destructor, so the slot outlives every other thread-local; 0 just in case.
+    SLOT.try_with(|s| *s).unwrap_or(0)
 }
 
+/// Hide the password of a URL in messages.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
