@@ -343,6 +343,17 @@ fn thread_slot() -> u32 {
     SLOT.try_with(|s| *s).unwrap_or(0)
 }
 
+/// From a pool's idle connections (the most recently given back last), the most recent one the
+/// calling thread gave back, else the most recent of all. `given_back_by` reads a connection's
+/// [`thread_slot`] tag.
+fn take_for_this_thread<C>(idle: &mut Vec<C>, given_back_by: impl Fn(&C) -> u32) -> Option<C> {
+    let me = thread_slot();
+    match idle.iter().rposition(|c| given_back_by(c) == me) {
+        Some(at) => Some(idle.remove(at)),
+        None => idle.pop(),
+    }
+}
+
 /// Hide the password of a URL in messages.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

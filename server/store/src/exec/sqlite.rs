@@ -243,17 +243,9 @@ impl Pool {
             Ok(Err(_)) => return Err(StoreError::Closed),
             Ok(Ok(p)) => p,
         };
-        let worker = {
-            // Prefer the connection this thread gave back last: a point read runs on the
-            // calling thread (`query_point`), and a connection's page cache, lookaside and
-            // statements stay in this core's caches instead of moving to the other's.
-            let mut idle = pool.idle();
-            let me = super::thread_slot();
-            match idle.iter().rposition(|w| w.last_thread == me) {
-                Some(i) => idle.remove(i),
-                None => idle.pop().ok_or(StoreError::Closed)?,
-            }
-        };
+        // A point read runs on the calling thread (`query_point`): with the connection this
+        // thread gave back, its page cache, lookaside and statements are in this core's caches.
+        let worker = super::take_for_this_thread(&mut pool.idle(), |w| w.last_thread).ok_or(StoreError::Closed)?;
         Ok(Conn {
             worker: Some(worker),
             permit: Some(permit),

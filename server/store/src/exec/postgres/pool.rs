@@ -80,16 +80,8 @@ impl Slots {
             Ok(Err(_)) => return Err(StoreError::Closed),
             Err(_) => return Err(StoreError::PoolTimeout),
         };
-        let me = super::super::thread_slot();
         loop {
-            // The most recently used connection this thread gave back, else the most recent.
-            let warm = {
-                let mut idle = self.idle();
-                match idle.iter().rposition(|i| i.thread == me) {
-                    Some(at) => Some(idle.remove(at)),
-                    None => idle.pop(),
-                }
-            };
+            let warm = super::super::take_for_this_thread(&mut self.idle(), |i| i.thread);
             let Some(Idle { mut conn, since, failed, .. }) = warm else { break };
             // A failed ping drops (closes) the connection; try the next one.
             if (!failed && since.elapsed() < PING_IF_IDLE_FOR) || conn.ping().await.is_ok() {
