@@ -1,4 +1,4 @@
-# CPU time from /proc, sourced by bench/cpu-split.sh and bench/stream-ab.sh (not run on its own).
+# CPU time from /proc, sourced by bench/cpu-split.sh, bench/pgbench-ref.sh (CPU=1) and bench/stream-ab.sh (not run on its own).
 # Ticks are utime+stime (/proc/PID/stat fields 14 and 15, 100 per second).
 
 # The ticks a process has used so far; empty when it is gone.

@@ -9,7 +9,11 @@
 #    so the row width is the one `get` returns.
 # Each prints one line: `pgbench-S tps T p50_ms A p99_ms B` / `pgbench-60col …`; the latencies come
 # from pgbench's per-transaction log (-l, 10 % sample). The databases are dropped at the end.
+# CPU=1 adds to each line the CPU that a transaction cost PostgreSQL and pgbench itself, in µs
+# (utime+stime from /proc over the middle half of the run, backends alive at both samples, divided
+# by the run's tps times that span): the counterpart of bench/cpu-split.sh for ardacat's `get`.
 set -euo pipefail
+source "$(dirname "$0")/cpu.sh"
 conns=${1:-16}; secs=${2:-10}; admin=${3:-postgres://postgres@127.0.0.1:5432}
 db=ardacat_pgbench_$$
 work=$(mktemp -d)
@@ -32,8 +36,26 @@ printf '\\set id random(1, 10000)\nSELECT * FROM t60 WHERE id = :id;\n' >"$work/
 run() { # label, pgbench args…
     local label=$1; shift
     rm -f "$work"/log*
-    local out
-    out=$(cd "$work" && pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" -l --sampling-rate=0.1 --log-prefix=log "$@" "$admin/$db" 2>&1)
+    local out cpu=""
+    if [[ ${CPU:-0} == 1 ]]; then
+        (cd "$work" && pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" -l --sampling-rate=0.1 --log-prefix=log "$@" "$admin/$db" >"$work/out" 2>&1) &
+        local job=$! bench="" span
+        span=$(echo "scale=2; $secs / 2" | bc)
+        for _ in $(seq 100); do bench=$(pgrep -n -x pgbench || true); [[ -n $bench ]] && break; sleep 0.05; done
+        sleep "$(echo "scale=2; $secs / 4" | bc)"
+        pg_ticks_mark
+        local b0 b1
+        b0=$(proc_ticks "$bench")
+        sleep "$span"
+        b1=$(proc_ticks "$bench")
+        local pg
+        pg=$(pg_cpu_since_mark)
+        wait $job || { cat "$work/out" >&2; exit 1; }
+        out=$(cat "$work/out")
+        cpu="$pg $(echo "scale=2; ($b1 - $b0) / 100" | bc) $span"
+    else
+        out=$(cd "$work" && pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" -l --sampling-rate=0.1 --log-prefix=log "$@" "$admin/$db" 2>&1)
+    fi
     local tps
     tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | tail -1)
     # per-transaction log: client, transaction, latency µs, script, epoch s, µs
@@ -41,7 +63,13 @@ run() { # label, pgbench args…
     local n p50 p99
     n=$(wc -l <"$work/lat")
     p50=$(sed -n "$(( (n * 50 + 99) / 100 ))p" "$work/lat"); p99=$(sed -n "$(( (n * 99 + 99) / 100 ))p" "$work/lat")
-    printf '%s tps %.0f p50_ms %.3f p99_ms %.3f\n' "$label" "$tps" "$(echo "$p50 / 1000" | bc -l)" "$(echo "$p99 / 1000" | bc -l)"
+    printf '%s tps %.0f p50_ms %.3f p99_ms %.3f' "$label" "$tps" "$(echo "$p50 / 1000" | bc -l)" "$(echo "$p99 / 1000" | bc -l)"
+    if [[ -n $cpu ]]; then
+        read -r pg_s bench_s span <<<"$cpu"
+        printf ' cpu_us_per_txn postgres %.1f pgbench %.1f' "$(echo "$pg_s * 1000000 / ($tps * $span)" | bc -l)" \
+            "$(echo "$bench_s * 1000000 / ($tps * $span)" | bc -l)"
+    fi
+    printf '\n'
 }
 run pgbench-S -S
 run pgbench-60col -f "$work/t60.sql"
