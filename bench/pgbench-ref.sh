@@ -10,8 +10,9 @@
 # Each prints one line: `pgbench-S tps T p50_ms A p99_ms B` / `pgbench-60col …`; the latencies come
 # from pgbench's per-transaction log (-l, 10 % sample). The databases are dropped at the end.
 # CPU=1 adds to each line the CPU that a transaction cost PostgreSQL and pgbench itself, in µs
-# (utime+stime from /proc over the middle half of the run, backends alive at both samples, divided
-# by the run's tps times that span): the counterpart of bench/cpu-split.sh for ardacat's `get`.
+# (utime+stime from /proc over the middle half of the run, divided by the run's tps times that span;
+# every PostgreSQL process alive at both samples counts, background ones too, as in
+# bench/cpu-split.sh, whose figures for ardacat's `get` these are to be set beside).
 set -euo pipefail
 source "$(dirname "$0")/cpu.sh"
 conns=${1:-16}; secs=${2:-10}; admin=${3:-postgres://postgres@127.0.0.1:5432}
@@ -36,26 +37,23 @@ printf '\\set id random(1, 10000)\nSELECT * FROM t60 WHERE id = :id;\n' >"$work/
 run() { # label, pgbench args…
     local label=$1; shift
     rm -f "$work"/log*
-    local out cpu=""
+    (cd "$work" && pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" -l --sampling-rate=0.1 --log-prefix=log "$@" "$admin/$db" >"$work/out" 2>&1) &
+    local job=$! cpu=""
     if [[ ${CPU:-0} == 1 ]]; then
-        (cd "$work" && pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" -l --sampling-rate=0.1 --log-prefix=log "$@" "$admin/$db" >"$work/out" 2>&1) &
-        local job=$! bench="" span
+        local bench="" span b0 b1 pg
         span=$(echo "scale=2; $secs / 2" | bc)
         for _ in $(seq 100); do bench=$(pgrep -n -x pgbench || true); [[ -n $bench ]] && break; sleep 0.05; done
         sleep "$(echo "scale=2; $secs / 4" | bc)"
         pg_ticks_mark
-        local b0 b1
         b0=$(proc_ticks "$bench")
         sleep "$span"
         b1=$(proc_ticks "$bench")
-        local pg
         pg=$(pg_cpu_since_mark)
-        wait $job || { cat "$work/out" >&2; exit 1; }
-        out=$(cat "$work/out")
         cpu="$pg $(echo "scale=2; ($b1 - $b0) / 100" | bc) $span"
-    else
-        out=$(cd "$work" && pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" -l --sampling-rate=0.1 --log-prefix=log "$@" "$admin/$db" 2>&1)
     fi
+    wait $job || { cat "$work/out" >&2; exit 1; }
+    local out
+    out=$(cat "$work/out")
     local tps
     tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | tail -1)
     # per-transaction log: client, transaction, latency µs, script, epoch s, µs
