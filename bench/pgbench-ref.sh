@@ -43,6 +43,7 @@ run() { # label, pgbench args…
         local bench="" span b0 b1 pg
         span=$(echo "scale=2; $secs / 2" | bc)
         for _ in $(seq 100); do bench=$(pgrep -n -x pgbench || true); [[ -n $bench ]] && break; sleep 0.05; done
+        [[ -n $bench ]] || { wait $job; cat "$work/out" >&2; echo "pgbench did not start" >&2; exit 1; }
         sleep "$(echo "scale=2; $secs / 4" | bc)"
         pg_ticks_mark
         b0=$(proc_ticks "$bench")
@@ -63,6 +64,7 @@ run() { # label, pgbench args…
     p50=$(sed -n "$(( (n * 50 + 99) / 100 ))p" "$work/lat"); p99=$(sed -n "$(( (n * 99 + 99) / 100 ))p" "$work/lat")
     printf '%s tps %.0f p50_ms %.3f p99_ms %.3f' "$label" "$tps" "$(echo "$p50 / 1000" | bc -l)" "$(echo "$p99 / 1000" | bc -l)"
     if [[ -n $cpu ]]; then
+        local pg_s bench_s span
         read -r pg_s bench_s span <<<"$cpu"
         printf ' cpu_us_per_txn postgres %.1f pgbench %.1f' "$(echo "$pg_s * 1000000 / ($tps * $span)" | bc -l)" \
             "$(echo "$bench_s * 1000000 / ($tps * $span)" | bc -l)"
