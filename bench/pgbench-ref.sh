@@ -13,7 +13,8 @@
 # (utime+stime from /proc over the middle half of the run, divided by the run's tps times that span;
 # every PostgreSQL process alive at both samples counts, background ones too, as in
 # bench/cpu-split.sh, whose figures for ardacat's `get` these are to be set beside). Give it 8 s or more:
-# in a short run the background work that follows the load (autovacuum) weighs more per transaction.
+# runs of 2–4 s gave up to a third more PostgreSQL CPU per transaction (every process counts, and the
+# tables were loaded just before).
 set -euo pipefail
 source "$(dirname "$0")/cpu.sh"
 conns=${1:-16}; secs=${2:-10}; admin=${3:-postgres://postgres@127.0.0.1:5432}
