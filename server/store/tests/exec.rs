@@ -925,6 +925,63 @@ async fn decode_column_types_postgres() {
     .await;
 }
 
+/// A statement run again on one connection answers as the first time: read as other value types,
+/// after the driver prepared it anew (a statement cache of one, two statements taking turns),
+/// after more statements than a connection remembers, and failing on a value its column cannot
+/// hold after a run whose rows held none (PostgreSQL keeps each statement's row decoders:
+/// `exec::postgres::Statements`).
+async fn statements_run_again(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    let nine = sql(&db, "SELECT $1 + 0");
+    for (types, want) in [
+        ([ValueType::Int], Value::Int(9)),
+        ([ValueType::Float], Value::Float(9.0)),
+        ([ValueType::Int], Value::Int(9)),
+        ([ValueType::Text], Value::Null),
+    ] {
+        let got = c.query(&nine, &[Value::Int(9)], &types).await;
+        if want == Value::Null {
+            // An int column read as text is a decode error on both backends.
+            assert!(matches!(got, Err(StoreError::Decode { column: 0, .. })), "{got:?}");
+        } else {
+            assert_eq!(got.unwrap(), vec![vec![want]]);
+        }
+    }
+    let a = sql(&db, "SELECT $1 * 2");
+    let b = sql(&db, "SELECT $1 * 3");
+    for n in 0..6 {
+        assert_eq!(c.query(&a, &[Value::Int(n)], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(2 * n)]]);
+        assert_eq!(c.query(&b, &[Value::Int(n)], &[ValueType::Int]).await.unwrap(), vec![vec![Value::Int(3 * n)]]);
+    }
+    for round in 0..2 {
+        for k in 0..40i64 {
+            let q = sql(&db, &format!("SELECT $1 + {k}"));
+            let got = c.query(&q, &[Value::Int(round)], &[ValueType::Int]).await.unwrap();
+            assert_eq!(got, vec![vec![Value::Int(round + k)]]);
+        }
+    }
+    if db.backend() == Backend::Postgres {
+        // Column 1 is a bool asked for as an int: only NULLs the first time, a value the second.
+        let q = "SELECT x, CASE WHEN x < $1 THEN NULL ELSE true END FROM generate_series(1::int8, 3::int8) AS s(x)";
+        let nulls = c.query(q, &[Value::Int(10)], &[ValueType::Int, ValueType::Int]).await.unwrap();
+        assert_eq!(nulls, (1..=3).map(|x| vec![Value::Int(x), Value::Null]).collect::<Vec<_>>());
+        let e = c.query(q, &[Value::Int(2)], &[ValueType::Int, ValueType::Int]).await.unwrap_err();
+        assert!(matches!(e, StoreError::Decode { column: 1, .. }), "{e:?}");
+    }
+}
+
+#[tokio::test]
+async fn statements_run_again_sqlite() {
+    on_sqlite_memory(small_opts(), |db, _| statements_run_again(db)).await;
+    on_sqlite_file(DbOptions { statement_cache: 1, ..small_opts() }, |db, _| statements_run_again(db)).await;
+}
+
+#[tokio::test]
+async fn statements_run_again_postgres() {
+    on_pg(small_opts(), |db, _| statements_run_again(db)).await;
+    on_pg(DbOptions { statement_cache: 1, ..small_opts() }, |db, _| statements_run_again(db)).await;
+}
+
 /// Every message a stream sends, in order, once it ends.
 fn collect_all(mut rx: mpsc::Receiver<RowResult>) -> tokio::task::JoinHandle<Vec<RowResult>> {
     tokio::spawn(async move {

@@ -4,7 +4,9 @@
 //! Statements go through sqlx's extended protocol and are prepared once per connection and
 //! cached (`statement_cache_capacity`). Parameter types come from the SQL text alone (the
 //! server infers them) and values are encoded as those types (see [`bound`]); a NULL is bound
-//! untyped, like a NULL literal. `DbOptions::busy_timeout` becomes the session's
+//! untyped, like a NULL literal. Each connection also remembers, per statement it ran with
+//! parameters, sqlx's prepared statement and the row decoders made for it ([`Statements`]), so
+//! a statement run again is neither looked up twice nor decoded by a decoder built anew. `DbOptions::busy_timeout` becomes the session's
 //! `lock_timeout`, so a lock wait ends in [`StoreError::Busy`] as on SQLite, and
 //! `DbOptions::statement_timeout` the session's `statement_timeout` ([`StoreError::Timeout`]).
 //!
@@ -37,15 +39,17 @@ use crate::error::StoreError;
 use ardacat_core::types::{Value, ValueType};
 use futures::{FutureExt, TryStreamExt};
 use sqlx::encode::IsNull;
+use sqlx::postgres::PgStatement;
 use sqlx::postgres::types::Oid;
 use sqlx::postgres::{
     PgArgumentBuffer, PgArguments, PgConnectOptions, PgPoolOptions, PgRow, PgTypeInfo, PgValueFormat, PgValueRef,
 };
 use sqlx::query::Query;
 use sqlx::{
-    AssertSqlSafe, Column as _, Decode, Either, Executor, PgConnection, PgPool, Postgres, Row, SqlSafeStr, SqlStr,
-    Statement, TypeInfo,
+    AssertSqlSafe, Column as _, Decode, Either, Executor, PgPool, Postgres, Row, SqlSafeStr, SqlStr, Statement,
+    TypeInfo,
 };
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -212,19 +216,32 @@ impl sqlx::Encode<'_, Postgres> for UntypedNull {
 /// time, no round trip) and each value is encoded as that type: Int widens to a float or
 /// narrows to int4/int2 when it fits, Timestamp becomes timestamptz (as UTC) or date (midnight
 /// only), NULL fits anything. Any other combination is an error, never a guess.
-async fn bound(
-    conn: &mut PgConnection,
+///
+/// A statement this connection ran before is known from [`Statements`] (no second look-up in
+/// sqlx's cache, no copy of its text); the index returned is its place there, for
+/// [`Statements::decode_rows`].
+async fn bound<'p>(
+    live: &mut Live,
     text: &str,
-    params: &[Value],
-) -> Result<Query<'static, Postgres, PgArguments>, StoreError> {
-    let mut q = sqlx::query(sql(text));
+    params: &'p [Value],
+) -> Result<(Query<'p, Postgres, PgArguments>, Option<usize>), StoreError> {
     if params.is_empty() {
-        return Ok(q);
+        return Ok((sqlx::query(sql(text)), None));
     }
-    let statement = conn.prepare_with(sql(text), &[]).await?;
+    let at = match live.statements.find(text) {
+        Some(at) => at,
+        None => {
+            let text = AssertSqlSafe(Arc::<str>::from(text)).into_sql_str();
+            let statement = live.conn.prepare_with(text, &[]).await?;
+            live.statements.insert(statement)
+        }
+    };
+    let statement = &live.statements.known[at].statement;
+    // An `Arc` text: the query takes a reference count, not a copy.
+    let mut q = sqlx::query(statement.sql().clone());
     let types = match statement.parameters() {
-        Some(Either::Left(types)) => types.to_vec(),
-        _ => Vec::new(),
+        Some(Either::Left(types)) => types,
+        _ => &[],
     };
     if types.len() != params.len() {
         return Err(StoreError::Database(format!(
@@ -233,7 +250,7 @@ async fn bound(
             params.len()
         )));
     }
-    for (i, (v, t)) in params.iter().zip(&types).enumerate() {
+    for (i, (v, t)) in params.iter().zip(types).enumerate() {
         let mismatch = || {
             StoreError::Database(format!(
                 "parameter ${}: cannot bind {} value to PostgreSQL type {}",
@@ -253,7 +270,7 @@ async fn bound(
             (Value::Int(n), "FLOAT4") => q.bind(*n as f32),
             (Value::Float(f), "FLOAT8") => q.bind(*f),
             (Value::Float(f), "FLOAT4") => q.bind(*f as f32),
-            (Value::Text(s), "TEXT" | "VARCHAR" | "CHAR" | "NAME" | "UNKNOWN") => q.bind(s.clone()),
+            (Value::Text(s), "TEXT" | "VARCHAR" | "CHAR" | "NAME" | "UNKNOWN") => q.bind(s.as_str()),
             (Value::Bool(b), "BOOL") => q.bind(*b),
             (Value::Timestamp(ts), "TIMESTAMP") => q.bind(*ts),
             (Value::Timestamp(ts), "TIMESTAMPTZ") => q.bind(ts.and_utc()),
@@ -261,7 +278,95 @@ async fn bound(
             _ => return Err(mismatch()),
         };
     }
-    Ok(q)
+    Ok((q, Some(at)))
+}
+
+/// Statements this connection has run with parameters, most recently used first (at most
+/// [`KNOWN_STATEMENTS`]), each with the row decoders made for it. Running one again takes no
+/// `prepare_with` (a second look-up in sqlx's statement cache, its text hashed and copied twice),
+/// no copy of its parameter types, and no decoder built anew from its first row — together about
+/// 4 % of the instructions of a 60-attribute point read (docs/benchmarks.md, round 16).
+#[derive(Default)]
+pub(super) struct Statements {
+    known: Vec<Known>,
+}
+
+/// Statements a connection remembers; the oldest is forgotten first.
+const KNOWN_STATEMENTS: usize = 32;
+/// Decoders kept per statement (one per list of asked value types; a statement has one in practice).
+const DECODERS_PER_STATEMENT: usize = 4;
+
+struct Known {
+    /// sqlx's prepared statement: text (an `Arc`), parameter types, columns. Holding it keeps its
+    /// column list where it is: a row whose `columns()` is that very slice was read through this
+    /// preparation, so its column types are these (see [`Statements::decoder`]).
+    statement: PgStatement,
+    decoders: Vec<(Vec<ValueType>, RowDecoder)>,
+}
+
+impl Statements {
+    /// The place of the statement of `text` (moved to the front), if known.
+    fn find(&mut self, text: &str) -> Option<usize> {
+        let at = self.known.iter().position(|k| k.statement.sql().as_str() == text)?;
+        self.known[..=at].rotate_right(1);
+        Some(0)
+    }
+
+    /// Remembers a statement just prepared, at the front; the oldest goes if there are too many.
+    fn insert(&mut self, statement: PgStatement) -> usize {
+        self.known.truncate(KNOWN_STATEMENTS - 1);
+        self.known.insert(0, Known { statement, decoders: Vec::new() });
+        0
+    }
+
+    /// Decodes the rows of a statement run through [`bound`] (`known`: its place).
+    fn decode_rows(
+        &mut self,
+        known: Option<usize>,
+        rows: &[PgRow],
+        types: &[ValueType],
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
+        let Some(first) = rows.first() else { return Ok(Vec::new()) };
+        let decoder = self.decoder(known, first, types)?;
+        rows.iter()
+            .map(|row| {
+                let mut values = Vec::new();
+                decoder.decode_into(row, &mut values)?;
+                Ok(values)
+            })
+            .collect()
+    }
+
+    /// The decoder for `row` read as `types`: the one made before for the statement at `known`,
+    /// if `row` was read through that very preparation; else a new one (kept for next time).
+    fn decoder(
+        &mut self,
+        known: Option<usize>,
+        row: &PgRow,
+        types: &[ValueType],
+    ) -> Result<Cow<'_, RowDecoder>, StoreError> {
+        let Some(at) = known.filter(|&at| at < self.known.len()) else {
+            return Ok(Cow::Owned(RowDecoder::new(row, types)?));
+        };
+        // The same slice (address and length) of a statement we hold: sqlx's metadata is shared
+        // and never changed once made, and cannot be freed and its place reused while held here.
+        if !std::ptr::eq(self.known[at].statement.columns(), row.columns()) {
+            // sqlx prepared the text again (it left its cache): learn the new preparation next time.
+            self.known.remove(at);
+            return Ok(Cow::Owned(RowDecoder::new(row, types)?));
+        }
+        let decoders = &mut self.known[at].decoders;
+        let i = match decoders.iter().position(|(t, _)| t.as_slice() == types) {
+            Some(i) => i,
+            None => {
+                let decoder = RowDecoder::new(row, types)?;
+                decoders.truncate(DECODERS_PER_STATEMENT - 1);
+                decoders.push((types.to_vec(), decoder));
+                decoders.len() - 1
+            }
+        };
+        Ok(Cow::Borrowed(&decoders[i].1))
+    }
 }
 
 fn value_kind(v: &Value) -> &'static str {
@@ -285,12 +390,11 @@ impl Conn {
     }
 
     /// The live connection, re-acquiring one if the last was discarded.
-    async fn live(&mut self) -> Result<&mut PgConnection, StoreError> {
-        let conn = match &mut self.conn {
+    async fn live(&mut self) -> Result<&mut Live, StoreError> {
+        Ok(match &mut self.conn {
             Some(c) => c,
             slot => slot.insert(self.slots.acquire().await?),
-        };
-        Ok(&mut conn.conn)
+        })
     }
 
     /// Forget the current connection without returning it to the pool.
@@ -302,9 +406,9 @@ impl Conn {
 
     pub(crate) async fn execute(&mut self, text: &str, params: &[Value]) -> Result<u64, StoreError> {
         self.dirty = true;
-        let c = self.live().await?;
-        let r = match bound(c, text, params).await {
-            Ok(q) => q.execute(c).await.map_err(StoreError::from),
+        let live = self.live().await?;
+        let r = match bound(live, text, params).await {
+            Ok((q, _)) => q.execute(&mut live.conn).await.map_err(StoreError::from),
             Err(e) => Err(e),
         };
         self.dirty = false;
@@ -319,23 +423,18 @@ impl Conn {
         types: &[ValueType],
     ) -> Result<Vec<Vec<Value>>, StoreError> {
         self.dirty = true;
-        let c = self.live().await?;
-        let r = match bound(c, text, params).await {
-            Ok(q) => q.fetch_all(c).await.map_err(StoreError::from),
+        let live = self.live().await?;
+        // Outer error: the statement failed (the connection may be broken); inner: decoding.
+        let r = match bound(live, text, params).await {
+            Ok((q, known)) => match q.fetch_all(&mut live.conn).await {
+                Ok(rows) => Ok(live.statements.decode_rows(known, &rows, types)),
+                Err(e) => Err(StoreError::from(e)),
+            },
             Err(e) => Err(e),
         };
         self.dirty = false;
         self.failed |= r.is_err();
-        let rows = r?;
-        let Some(first) = rows.first() else { return Ok(Vec::new()) };
-        let decoder = RowDecoder::new(first, types)?;
-        rows.iter()
-            .map(|row| {
-                let mut values = Vec::new();
-                decoder.decode_into(row, &mut values)?;
-                Ok(values)
-            })
-            .collect()
+        r?
     }
 
     pub(crate) async fn stream<E: From<StoreError> + Send + 'static>(
@@ -349,15 +448,15 @@ impl Conn {
             return Ok(0);
         }
         self.dirty = true;
-        let c = match self.live().await {
-            Ok(c) => c,
+        let live = match self.live().await {
+            Ok(live) => live,
             Err(e) => {
                 let _ = tx.send(Err(E::from(e.clone()))).await;
                 return Err(e);
             }
         };
-        let q = match bound(c, text, params).await {
-            Ok(q) => q,
+        let q = match bound(live, text, params).await {
+            Ok((q, _)) => q,
             Err(e) => {
                 self.dirty = false;
                 self.failed = true;
@@ -365,7 +464,7 @@ impl Conn {
                 return Err(e);
             }
         };
-        let mut rows = q.fetch(c);
+        let mut rows = q.fetch(&mut live.conn);
         let mut sent = 0u64;
         let mut batch = Batcher::new();
         // Rows of batches the consumer handed back, decoded into in place of new ones.
@@ -445,7 +544,7 @@ impl Conn {
 
     pub(crate) async fn execute_batch(&mut self, text: &str) -> Result<(), StoreError> {
         self.dirty = true;
-        let c = self.live().await?;
+        let c = &mut self.live().await?.conn;
         let r = sqlx::raw_sql(sql(text)).execute(c).await;
         self.dirty = false;
         self.failed |= r.is_err();
@@ -455,12 +554,12 @@ impl Conn {
 
     pub(crate) async fn execute_many(&mut self, text: &str, rows: Vec<Vec<Value>>) -> Result<u64, StoreError> {
         self.dirty = true;
-        let c = self.live().await?;
+        let live = self.live().await?;
         let mut total = 0;
         let mut result = Ok(());
         for row in &rows {
-            let r = match bound(c, text, row).await {
-                Ok(q) => q.execute(&mut *c).await.map_err(StoreError::from),
+            let r = match bound(live, text, row).await {
+                Ok((q, _)) => q.execute(&mut live.conn).await.map_err(StoreError::from),
                 Err(e) => Err(e),
             };
             match r {
@@ -479,7 +578,7 @@ impl Conn {
 
     async fn simple(&mut self, text: &'static str) -> Result<(), StoreError> {
         self.dirty = true;
-        let c = self.live().await?;
+        let c = &mut self.live().await?.conn;
         let r = sqlx::raw_sql(text).execute(c).await;
         self.dirty = false;
         self.failed |= r.is_err();
@@ -560,6 +659,7 @@ enum ColumnDecoder {
 /// The decoders of a statement's columns, made from the first row's column types (every row
 /// of a statement has the same ones), so a row is decoded without looking a type up by name per
 /// value.
+#[derive(Debug, Clone)]
 pub(super) struct RowDecoder {
     columns: Vec<ColumnDecoder>,
 }

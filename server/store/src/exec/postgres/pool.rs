@@ -22,6 +22,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Connection, PgConnection, PgPool, Postgres};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::Statements;
 use crate::error::StoreError;
 use crate::exec::PoolStats;
 
@@ -43,6 +44,8 @@ pub(super) struct Slots {
 /// A connection given back: since when, and whether a statement failed on it (see `acquire`).
 struct Idle {
     conn: PgConnection,
+    /// What the connection's prepared statements are, kept with it (they live as long as it).
+    statements: Statements,
     since: Instant,
     failed: bool,
     /// The [`super::super::thread_slot`] of the thread that gave it back.
@@ -52,6 +55,7 @@ struct Idle {
 /// A connection in use, with the permit it holds. Dropping it closes the connection.
 pub(super) struct Live {
     pub(super) conn: PgConnection,
+    pub(super) statements: Statements,
     permit: OwnedSemaphorePermit,
 }
 
@@ -82,22 +86,22 @@ impl Slots {
         };
         loop {
             let warm = super::super::take_for_this_thread(&mut self.idle(), |i| i.thread);
-            let Some(Idle { mut conn, since, failed, .. }) = warm else { break };
+            let Some(Idle { mut conn, statements, since, failed, .. }) = warm else { break };
             // A failed ping drops (closes) the connection; try the next one.
             if (!failed && since.elapsed() < PING_IF_IDLE_FOR) || conn.ping().await.is_ok() {
-                return Ok(Live { conn, permit });
+                return Ok(Live { conn, statements, permit });
             }
         }
         // Boxed: sqlx's acquire is an 8.6 KB future, and inline it made every store, service
         // and frontend future above it that much larger, each copy of them copying it too.
         let conn = Box::pin(self.factory.acquire()).await?;
-        Ok(Live { conn: PoolConnection::<Postgres>::detach(conn), permit })
+        Ok(Live { conn: PoolConnection::<Postgres>::detach(conn), statements: Statements::default(), permit })
     }
 
     /// A clean connection back onto the stack; its permit is released after it is there.
     pub(super) fn give_back(&self, live: Live, failed: bool) {
-        let Live { conn, permit } = live;
-        self.idle().push(Idle { conn, since: Instant::now(), failed, thread: super::super::thread_slot() });
+        let Live { conn, statements, permit } = live;
+        self.idle().push(Idle { conn, statements, since: Instant::now(), failed, thread: super::super::thread_slot() });
         drop(permit);
     }
 
