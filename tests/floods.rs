@@ -222,9 +222,18 @@ fn soap_request(body: &str) -> String {
     )
 }
 
-/// One counter of `/metrics` (`ardacat_<key> value`).
+/// One counter of `/metrics` (`ardacat_<key> value`). A connection the client just closed gives its
+/// slot back only once the server has read that close, so on a port at its connection limit the
+/// request may be refused for a moment (503): it is asked again then, for at most five seconds.
 async fn metric(addr: SocketAddr, key: &str) -> f64 {
-    let page = http_exchange(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
+    let mut page = String::new();
+    for _ in 0..100 {
+        page = http_exchange(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
+        if !page.starts_with("HTTP/1.1 503 ") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let key = format!("ardacat_{key} ");
     page.lines()
         .find_map(|l| l.strip_prefix(key.as_str())?.parse().ok())
