@@ -827,6 +827,77 @@ const BIG: usize = 100_000;
 
 on_both_backends!(entry_permissions);
 
+/// SOAP requests have no session to keep a `getAttributes` plan in, so they borrow plans of the
+/// same shape from a shelf the catalogue shares between requests; whatever a plan was made from
+/// — the collection, its schema, the attribute names and their order, the caller and the
+/// caller's groups — still changes the very next request's answer, as a fresh plan would.
+async fn repeated_get_attributes_follow_every_change(b: Backend) {
+    let srv = TestServer::start(b).await;
+    let mut tcp = srv.raw().await;
+    for line in [
+        "user_create bob bpw",
+        "grp_create team",
+        "createdir /g",
+        "addattr /g n int",
+        "addattr /g s varchar(20)",
+        "addentry /g/e1 n 1 s one",
+        "addentry /g/e2 n 2 s two",
+        "createdir /h",
+        "addattr /h n int",
+        "addattr /h s varchar(20)",
+        "addentry /h/e1 n 9 s nine",
+    ] {
+        ok(&mut tcp, line).await;
+    }
+    let root = Client::root(&srv);
+    let row = |name: &str, values: &[(&str, &str)]| {
+        (name.to_string(), values.iter().map(|(a, v)| (a.to_string(), s(v))).collect::<Vec<_>>())
+    };
+    for _ in 0..2 {
+        assert_eq!(get(&root, &["/g/e1"], &["n", "s"]).await, [row("/g/e1", &[("n", "1"), ("s", "one")])]);
+        assert_eq!(get(&root, &["/g/e2"], &["n", "s"]).await, [row("/g/e2", &[("n", "2"), ("s", "two")])]);
+    }
+    let both = [row("/g/e1", &[("n", "1"), ("s", "one")]), row("/g/e2", &[("n", "2"), ("s", "two")])];
+    assert_eq!(get(&root, &["/g/e*"], &["n", "s"]).await, both);
+    // The same names in another collection, and in another order.
+    assert_eq!(get(&root, &["/h/e1"], &["n", "s"]).await, [row("/h/e1", &[("n", "9"), ("s", "nine")])]);
+    assert_eq!(get(&root, &["/g/e1"], &["s", "n"]).await, [row("/g/e1", &[("s", "one"), ("n", "1")])]);
+    root.fails("getAttributes", &(el("entryName", "/g/e1") + &els("attributeName", &["s", "nosuch"])), 10).await;
+    root.fails("getAttributes", &(el("entryName", "/g/e9") + &els("attributeName", &["s", "n"])), 1).await;
+    assert_eq!(get(&root, &["/g/e1"], &["s", "n"]).await, [row("/g/e1", &[("s", "one"), ("n", "1")])]);
+    // The schema changes under the same names: `s` is now another attribute of another type.
+    ok(&mut tcp, "removeattr /g s").await;
+    root.fails("getAttributes", &(el("entryName", "/g/e1") + &els("attributeName", &["s", "n"])), 10).await;
+    ok(&mut tcp, "addattr /g s int").await;
+    ok(&mut tcp, "setattr /g/e1 s 5").await;
+    assert_eq!(get(&root, &["/g/e1"], &["s", "n"]).await, [row("/g/e1", &[("s", "5"), ("n", "1")])]);
+    // Changes made in a transaction of another session show once it commits.
+    ok(&mut tcp, "transaction").await;
+    ok(&mut tcp, "removeattr /g s").await;
+    ok(&mut tcp, "addattr /g s varchar(9)").await;
+    ok(&mut tcp, "setattr /g/e1 s five").await;
+    ok(&mut tcp, "commit").await;
+    assert_eq!(get(&root, &["/g/e1"], &["s", "n"]).await, [row("/g/e1", &[("s", "five"), ("n", "1")])]);
+
+    // The caller: bob reads e2 only through his group.
+    ok(&mut tcp, "chmod /g rwxr-xr-x").await;
+    ok(&mut tcp, "chown /g/e2 root:team").await;
+    ok(&mut tcp, "chmod /g/e2 rw-r-----").await;
+    let bob = Client::user(&srv, "bob", "bpw");
+    assert_eq!(get(&bob, &["/g/e1"], &["n"]).await, [row("/g/e1", &[("n", "1")])]);
+    bob.fails("getAttributes", &(el("entryName", "/g/e2") + &el("attributeName", "n")), 4).await;
+    ok(&mut tcp, "grp_adduser team bob").await;
+    assert_eq!(get(&bob, &["/g/e2"], &["n"]).await, [row("/g/e2", &[("n", "2")])]);
+    ok(&mut tcp, "grp_removeuser team bob").await;
+    bob.fails("getAttributes", &(el("entryName", "/g/e2") + &el("attributeName", "n")), 4).await;
+    // Root's plan of the same shape reads everything; bob's still does not.
+    assert_eq!(get(&root, &["/g/e2"], &["n"]).await, [row("/g/e2", &[("n", "2")])]);
+    bob.fails("getAttributes", &(el("entryName", "/g/e2") + &el("attributeName", "n")), 4).await;
+    assert_eq!(get(&bob, &["/g/*"], &["n"]).await, [row("/g/e1", &[("n", "1")])]);
+}
+
+on_both_backends!(repeated_get_attributes_follow_every_change);
+
 /// Entry modes and ACLs over SOAP: getAttributes, query/nextQuery and setAttributes/
 /// clearAttributes see and touch only what the caller may; a named entry it may not use is an
 /// AuthorizationException.

@@ -24,7 +24,7 @@ use crate::types::{Value, ValueType};
 
 mod get_plan;
 mod queries;
-pub(super) use get_plan::GetPlan;
+pub(super) use get_plan::{GetPlan, SharedPlans};
 pub use queries::{QueryPage, SelectSpec};
 
 /// Bound on row batches in flight between the database cursor and the frontend:
@@ -440,36 +440,37 @@ impl<S: Store> Catalogue<S> {
     ) -> Result<u64> {
         let cwd = s.cwd.clone();
         let who = s.principal.clone();
-        // The session's last plan serves again when nothing it was made from changed.
-        let mut kept = s.get_plan.take();
+        // The session's last plan serves again when nothing it was made from changed; a session
+        // made for one request borrows one from the catalogue's shelf by the same rule.
         let keep = s.keeps_plans;
+        let mut kept = if keep { s.get_plan.take() } else { None };
+        let shelf = &self.inner.shared_plans;
         let result = self
             .read(s, async |conn| {
                 let t = target(conn, &cwd, pattern).await?;
                 Self::check(conn, &who, &t.coll, READ).await?;
                 let schema = conn.attributes(t.coll.id).await?;
-                let once;
-                let (plan, shape) = if keep {
-                    let get = match &mut kept {
-                        Some(get) if get.serves(t.coll.id, &schema, &who, attrs) => get,
-                        _ => kept.insert(GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?),
-                    };
-                    let (plan, shape) = get.with_names(t.like());
-                    (plan, Some(shape))
-                } else {
-                    once = get_plan::plan(t.coll.id, &t.coll.path, &schema, &who, attrs, t.like())?;
-                    (&once, None)
+                let get = match &mut kept {
+                    Some(get) if get.serves(t.coll.id, &schema, &who, attrs) => get,
+                    _ => match (!keep).then(|| shelf.take(t.coll.id, &schema, &who, attrs)).flatten() {
+                        Some(lent) => kept.insert(lent),
+                        None => kept.insert(GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?),
+                    },
                 };
+                let (plan, shape) = get.with_names(t.like());
                 sink.collection(&t.coll.path);
                 let n = match t.exact {
-                    Some(_) => self.run_select_one(conn, plan, shape, sink).await?,
+                    Some(_) => self.run_select_one(conn, plan, Some(shape), sink).await?,
                     None => self.run_select(conn, plan, sink).await?,
                 };
                 // Nothing was written to the sink, so the caller can still answer with an error.
                 t.matched(conn, n, Matched::Reads).await
             })
             .await;
-        s.get_plan = kept;
+        match kept {
+            Some(get) if !keep => shelf.give_back(get),
+            kept => s.get_plan = kept,
+        }
         result
     }
 

@@ -87,7 +87,8 @@ pub struct Session<S: Store> {
     /// The last `getattr`'s plan, for the next one of the same shape (`entries/get_plan.rs`).
     get_plan: Option<entries::GetPlan>,
     /// Whether a command may leave state for the next one (`get_plan`): not in a session made
-    /// for one request ([`Session::for_one_request`]), which would only pay for keeping it.
+    /// for one request ([`Session::for_one_request`]), which has no next one; its plans are lent
+    /// from the catalogue's shelf instead (`Inner::shared_plans`).
     keeps_plans: bool,
 }
 
@@ -110,7 +111,7 @@ impl<S: Store> Session<S> {
     }
 
     /// A session that serves one request (a SOAP call, a web page) and is dropped after it: it
-    /// keeps no plan for a next command.
+    /// keeps no plan for a next command, but borrows plans from the catalogue's shelf.
     pub fn for_one_request(mut self) -> Self {
         self.keeps_plans = false;
         self
@@ -189,6 +190,8 @@ struct Inner<S> {
     auth_epoch: AtomicU64,
     /// Read-only standby or not (`standby.rs`).
     standby: standby::Standby,
+    /// `getattr` plans lent to one-request sessions (`entries/get_plan.rs`).
+    shared_plans: entries::SharedPlans,
 }
 
 /// A connection for one operation: the session's pinned transaction, or one from the pool.
@@ -237,6 +240,7 @@ impl<S: Store> Catalogue<S> {
                 token_key,
                 auth_epoch: AtomicU64::new(1),
                 standby: standby::Standby::default(),
+                shared_plans: entries::SharedPlans::default(),
             }),
         })
     }

@@ -2,9 +2,12 @@
 //! reads entry after entry of one collection with one attribute list, and resolving sixty
 //! attribute names, building the plan and having the store compare it with its statement
 //! templates was a tenth of such a read's work. Owns the rule for when a kept plan may serve
-//! (same collection, same schema, same caller, same names); it runs nothing.
+//! (same collection, same schema, same caller, same names); it runs nothing. Sessions made for
+//! one request (a SOAP call, a web page) have no next command: their plans are lent from the
+//! catalogue's [`SharedPlans`] instead, by the same rule.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use super::{col, pseudo_or_attr};
 use crate::error::Result;
@@ -56,6 +59,44 @@ impl GetPlan {
         self.plan.name_patterns.clear();
         self.plan.name_patterns.extend(patterns);
         (&self.plan, self.shape)
+    }
+}
+
+/// Plans kept at most by [`SharedPlans`]; past it the least recently returned one goes. One per
+/// shape per request running at the same time (a plan is lent to one request at a time).
+pub(crate) const MAX_SHARED_PLANS: usize = 64;
+
+/// `getattr` plans of the catalogue's one-request sessions: a SOAP client reading entry after
+/// entry sends one request per entry, each on a new session, and building a sixty-attribute
+/// plan (and having the store compare it with its statement templates, as a plan without a
+/// kept [`ShapeId`] must) was about a tenth of such a request's instructions. A plan is taken
+/// out while a request uses it, so requests running at once each get their own (or build one).
+#[derive(Default)]
+pub(crate) struct SharedPlans {
+    /// Most recently returned first.
+    plans: Mutex<VecDeque<GetPlan>>,
+}
+
+impl SharedPlans {
+    /// A kept plan that [`GetPlan::serves`] these arguments, taken out of the shelf.
+    pub(crate) fn take(&self, collection: i64, schema: &Attributes, who: &Principal, names: &Names) -> Option<GetPlan> {
+        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        let i = plans.iter().position(|p| p.serves(collection, schema, who, names))?;
+        plans.remove(i)
+    }
+
+    /// Puts back a plan taken (or built) for a request that is done with it.
+    pub(crate) fn give_back(&self, plan: GetPlan) {
+        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        if plans.len() >= MAX_SHARED_PLANS {
+            plans.pop_back();
+        }
+        plans.push_front(plan);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.plans.lock().unwrap().len()
     }
 }
 
@@ -137,5 +178,30 @@ mod tests {
         }
         let unknown = GetPlan::new(7, "/c", schema, &bob, &names(&["a", "nosuch"]));
         assert!(matches!(unknown, Err(crate::error::Error::NoSuchAttribute(m)) if m == "/c:nosuch"));
+    }
+
+    /// The shelf lends a plan to one request at a time, only for what it was made for, and
+    /// keeps the most recently returned plans up to its bound.
+    #[test]
+    fn the_shelf_lends_each_plan_once_and_forgets_the_oldest() {
+        let schema = a_schema();
+        let bob = Principal { user: "bob".into(), groups: vec![], may_sudo: false };
+        let ab = names(&["a", "b"]);
+        let shelf = SharedPlans::default();
+        assert!(shelf.take(7, &schema, &bob, &ab).is_none());
+        shelf.give_back(GetPlan::new(7, "/c", schema.clone(), &bob, &ab).unwrap());
+        assert!(shelf.take(7, &schema, &bob, &names(&["a"])).is_none());
+        assert!(shelf.take(7, &a_schema(), &bob, &ab).is_none());
+        let lent = shelf.take(7, &schema, &bob, &ab).expect("the plan given back");
+        // Lent out: a request running at the same time builds its own.
+        assert!(shelf.take(7, &schema, &bob, &ab).is_none());
+        shelf.give_back(lent);
+        for collection in 100..100 + MAX_SHARED_PLANS as i64 {
+            shelf.give_back(GetPlan::new(collection, "/d", schema.clone(), &bob, &ab).unwrap());
+        }
+        assert_eq!(shelf.len(), MAX_SHARED_PLANS);
+        assert!(shelf.take(7, &schema, &bob, &ab).is_none(), "the oldest plan is forgotten");
+        assert!(shelf.take(100, &schema, &bob, &ab).is_some());
+        assert!(shelf.take(99 + MAX_SHARED_PLANS as i64, &schema, &bob, &ab).is_some());
     }
 }
