@@ -14,7 +14,9 @@
 //! fault; a failure after the first chunk (a database error mid-stream) can only abort the
 //! body, which the client sees as a truncated response.
 
+use std::collections::VecDeque;
 use std::io;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tracing::Instrument;
 
@@ -104,10 +106,18 @@ fn complete(version: SoapVersion, r: &Response) -> Result<Output, Failure> {
 }
 
 /// Runs one request for the session's principal.
-pub async fn dispatch(cat: Cat, cfg: &Config, s: Sess, version: SoapVersion, req: Request) -> Result<Output, Failure> {
+pub async fn dispatch(
+    cat: Cat,
+    cfg: &Config,
+    lists: &AttributeLists,
+    s: Sess,
+    version: SoapVersion,
+    req: Request,
+) -> Result<Output, Failure> {
     let req = match req {
         Request::GetAttributes { entry_names, attribute_names } => {
-            return get_attributes(cat, s, version, entry_names, attribute_names).await;
+            let asked = (!attribute_names.is_empty()).then(|| lists.get(&attribute_names));
+            return get_attributes(cat, s, version, entry_names, asked).await;
         }
         other => other,
     };
@@ -260,6 +270,71 @@ async fn page(
 // ------------------------------------------------------------------------------------------
 // getAttributes: streamed
 
+/// Attribute lists kept at most by [`AttributeLists`].
+pub const MAX_ATTRIBUTE_LISTS: usize = 16;
+/// Longest attribute list [`AttributeLists`] keeps, in bytes of names: a longer one is made
+/// for its request only, so the shelf stays small whatever clients send.
+pub const MAX_KEPT_LIST_BYTES: usize = 16 * 1024;
+
+/// The attribute names of a `getAttributes` request, made ready for `getattr` and for the
+/// response: as `getattr` takes them and as the escaped start of each `<attribute>`.
+pub struct AttributeList {
+    names: Names,
+    columns: EntryColumns,
+}
+
+impl AttributeList {
+    fn new(asked: &[String]) -> AttributeList {
+        AttributeList { names: Names::from(asked), columns: EntryColumns::new(asked) }
+    }
+
+    fn is(&self, asked: &[String]) -> bool {
+        self.names.len() == asked.len() && self.names.iter().eq(asked.iter().map(String::as_str))
+    }
+}
+
+/// The attribute lists of recent `getAttributes` requests, most recently asked first: a client
+/// reading entry after entry asks for the same list each time, and making it ready from sixty
+/// names (their XML escaped, the names copied for `getattr`) was about 7 % of such a request's
+/// instructions; finding it among the kept ones costs about a quarter of that. The lists hold
+/// names only, so every caller may share them.
+#[derive(Default)]
+pub struct AttributeLists {
+    lists: Mutex<VecDeque<Arc<AttributeList>>>,
+}
+
+impl AttributeLists {
+    /// The list of these names: a kept one, or made now (and kept unless too long).
+    pub fn get(&self, asked: &[String]) -> Arc<AttributeList> {
+        let lock = || self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let mut lists = lock();
+            if let Some(i) = lists.iter().position(|l| l.is(asked)) {
+                let list = lists[i].clone();
+                if i > 0 {
+                    lists.remove(i);
+                    lists.push_front(list.clone());
+                }
+                return list;
+            }
+        }
+        let list = Arc::new(AttributeList::new(asked));
+        if asked.iter().map(String::len).sum::<usize>() <= MAX_KEPT_LIST_BYTES {
+            let mut lists = lock();
+            if lists.len() >= MAX_ATTRIBUTE_LISTS {
+                lists.pop_back();
+            }
+            lists.push_front(list.clone());
+        }
+        list
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lists.lock().unwrap().len()
+    }
+}
+
 type ChunkTx = futures::channel::mpsc::Sender<Result<Bytes, io::Error>>;
 
 enum Start {
@@ -373,7 +448,7 @@ async fn get_attributes(
     s: Sess,
     version: SoapVersion,
     entry_names: Vec<String>,
-    attribute_names: Vec<String>,
+    asked: Option<Arc<AttributeList>>,
 ) -> Result<Output, Failure> {
     let (start_tx, start_rx) = oneshot::channel();
     // The streaming task counts rows for the request's log line and logs in its span.
@@ -381,7 +456,7 @@ async fn get_attributes(
     let task = async move {
         let mut s = s;
         let mut out = Out { buf: Vec::with_capacity(8192), start: Some(start_tx), tx: None };
-        let r = stream_entries(&cat, &mut s, version, &entry_names, &attribute_names, &mut out).await;
+        let r = stream_entries(&cat, &mut s, version, &entry_names, asked.as_deref(), &mut out).await;
         out.finish(r).await;
     };
     tokio::spawn(crate::logging::with_rows(rows, task).instrument(tracing::Span::current()));
@@ -398,37 +473,34 @@ async fn stream_entries(
     s: &mut Sess,
     version: SoapVersion,
     entry_names: &[String],
-    attribute_names: &[String],
+    asked: Option<&AttributeList>,
     out: &mut Out,
 ) -> Result<(), Failure> {
     let mut writer = ResponseWriter::begin(version, Operation::GetAttributes, &mut out.buf);
-    // The names asked for, as `getattr` takes them: made once for every entry pattern.
-    let asked = Names::from(attribute_names);
     for pattern in entry_names {
         let abs = path::absolute(&s.cwd, pattern)?;
         // Without attribute names the collection must be known first (its attributes are the
         // list); with them, `getattr` names it to the sink (`RowSink::collection`).
-        let listed: (Vec<String>, Names);
-        let (dir, attrs, names) = if attribute_names.is_empty() {
-            let dir = entries_dir(cat, s, &abs).await?;
-            let attrs: Vec<String> = cat.listattr(s, &dir).await?.into_iter().map(|a| a.name).collect();
-            let names = Names::from(attrs.as_slice());
-            listed = (attrs, names);
-            (dir, listed.0.as_slice(), &listed.1)
-        } else {
-            (String::new(), attribute_names, &asked)
+        let listed;
+        let (dir, list) = match asked {
+            Some(list) => (String::new(), list),
+            None => {
+                let dir = entries_dir(cat, s, &abs).await?;
+                let attrs: Vec<String> = cat.listattr(s, &dir).await?.into_iter().map(|a| a.name).collect();
+                listed = AttributeList::new(&attrs);
+                (dir, &listed)
+            }
         };
         let known = !dir.is_empty();
-        let columns = EntryColumns::new(attrs);
         let mut sink = EntrySink {
             out: &mut *out,
             writer: &mut writer,
             dir,
-            columns: &columns,
+            columns: &list.columns,
             soap_error: None,
             scratch: WireScratch::default(),
         };
-        let r = cat.getattr(s, &abs, names, &mut sink).await;
+        let r = cat.getattr(s, &abs, &list.names, &mut sink).await;
         if let Some(e) = sink.soap_error.take() {
             return Err(e.into());
         }
@@ -470,5 +542,36 @@ mod tests {
         assert_eq!(page_size(&cfg, Some(0)), 100);
         assert_eq!(page_size(&cfg, Some(5)), 5);
         assert_eq!(page_size(&cfg, Some(5000)), 1000);
+    }
+
+    fn list(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    /// A kept list serves only the very names it was made of, in their order, and is what a list
+    /// made for one request would be; the shelf keeps the most recently asked lists up to its
+    /// bound and never a list longer than its byte limit.
+    #[test]
+    fn attribute_lists_serve_only_their_own_names() {
+        let lists = AttributeLists::default();
+        let ab = lists.get(&list(&["a", "b"]));
+        assert!(Arc::ptr_eq(&ab, &lists.get(&list(&["a", "b"]))));
+        for other in [&["ab"][..], &["a", "b", ""], &["b", "a"], &["a"], &["A", "b"], &[]] {
+            let got = lists.get(&list(other));
+            assert!(!Arc::ptr_eq(&ab, &got), "{other:?}");
+            assert_eq!(got.names.iter().collect::<Vec<_>>(), other);
+            assert_eq!(format!("{:?}", got.columns), format!("{:?}", EntryColumns::new(other)));
+        }
+        assert_eq!(lists.len(), 7);
+        let firsts: Vec<_> = (0..MAX_ATTRIBUTE_LISTS).map(|i| lists.get(&list(&[&format!("n{i}")]))).collect();
+        assert_eq!(lists.len(), MAX_ATTRIBUTE_LISTS);
+        assert!(!Arc::ptr_eq(&ab, &lists.get(&list(&["a", "b"]))), "the oldest list is forgotten");
+        // Asked again, the oldest list becomes the most recent: the next new list forgets another.
+        assert!(Arc::ptr_eq(&firsts[1], &lists.get(&list(&["n1"]))));
+        lists.get(&list(&["new"]));
+        assert!(Arc::ptr_eq(&firsts[1], &lists.get(&list(&["n1"]))));
+        assert!(!Arc::ptr_eq(&firsts[2], &lists.get(&list(&["n2"]))));
+        let long = vec!["x".repeat(MAX_KEPT_LIST_BYTES / 2 + 1); 2];
+        assert!(!Arc::ptr_eq(&lists.get(&long), &lists.get(&long)), "too long to keep");
     }
 }

@@ -53,6 +53,8 @@ pub struct SoapState {
     pub shared: Arc<Shared>,
     pub auth: AuthCache,
     pub limits: Limits,
+    /// Recent `getAttributes` attribute lists, made ready once ([`dispatch::AttributeLists`]).
+    pub lists: dispatch::AttributeLists,
     /// The HTTP listener's address, for the WSDL when a request has no usable `Host`.
     pub bound: SocketAddr,
 }
@@ -67,7 +69,7 @@ pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
         max_body_bytes: cfg.soap_max_body_bytes,
         ..Limits::default()
     };
-    let state = Arc::new(SoapState { shared, auth: AuthCache::default(), limits, bound });
+    let state = Arc::new(SoapState { shared, auth: AuthCache::default(), limits, lists: Default::default(), bound });
     Router::new()
         .route("/soap", get(get_soap).post(post_soap))
         .route("/soap.wsdl", get(get_wsdl))
@@ -368,9 +370,10 @@ async fn handle_soap(st: Arc<SoapState>, req: Request, line: &mut RequestLine) -
     tracing::Span::current().record("operation", op.name());
     tracing::debug!(user = %session.principal.user, %op, "SOAP request");
     let catalogue = tracing::debug_span!("catalogue", op = op.name());
-    let result = dispatch::dispatch(st.shared.catalogue.clone(), &st.shared.config, session, version, parsed.request)
-        .instrument(catalogue)
-        .await;
+    let result =
+        dispatch::dispatch(st.shared.catalogue.clone(), &st.shared.config, &st.lists, session, version, parsed.request)
+            .instrument(catalogue)
+            .await;
     st.shared.metrics.stage(Frontend::Soap, Stage::Execute, parsed_at.elapsed());
     st.shared.metrics.request(Frontend::Soap, op.name(), started.elapsed(), result.is_ok());
     match result {
