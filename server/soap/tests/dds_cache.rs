@@ -170,6 +170,55 @@ fn repeated_declines_back_off_and_recover() {
     assert!(hit);
 }
 
+/// `parse_checked`'s check runs before every full parse (a miss, a decline, a bypass), its error
+/// is the answer and records nothing; a hit never runs it.
+#[test]
+fn the_check_runs_before_every_full_parse_and_never_for_a_hit() {
+    let c = DdsCache::new(DdsConfig { backoff_after: 2, ..one_shard() });
+    let key = TemplateKey::new("checked", CT);
+    let limits = Limits::default();
+    let checks = std::cell::Cell::new(0);
+    let parse = |msg: &[u8]| {
+        let (p, o) = c
+            .parse_checked(&key, msg, V11, &limits, || {
+                checks.set(checks.get() + 1);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(p, parse_request(msg, V11, &limits).unwrap());
+        o
+    };
+    let q = |n| {
+        message(
+            Style::Zeep,
+            V11,
+            &Request::Query { select: vec!["x".into()], condition: None, order_by: None, page_size: n },
+        )
+    };
+    let refused = SoapError::NotWellFormed("refused by the check".into());
+    assert_eq!(c.parse_checked(&key, &q(Some(1)), V11, &limits, || Err(refused.clone())).unwrap_err(), refused);
+    assert_eq!((c.stats().templates_recorded, c.stats().full_parse_errors), (0, 0));
+    assert_eq!(parse(&q(Some(1))), DdsOutcome::Miss);
+    assert_eq!(checks.get(), 1);
+    assert!(parse(&q(Some(2))).is_hit());
+    assert!(parse(&q(Some(1))).is_hit());
+    assert_eq!(checks.get(), 1, "a hit runs no check");
+    let mut full = 0;
+    for k in 0..8 {
+        let before = checks.get();
+        let o = parse(&q(if k % 2 == 0 { None } else { Some(3) }));
+        assert!(matches!(o, DdsOutcome::Declined(_) | DdsOutcome::Bypassed), "{o:?}");
+        assert_eq!(checks.get(), before + 1, "{o:?}");
+        full += 1;
+    }
+    assert!(c.stats().bypassed > 0);
+    // A failing check after a decline is the answer too, and the template stays.
+    let before = c.stats().templates_recorded;
+    let e = c.parse_checked(&key, &q(None), V11, &limits, || Err(refused.clone())).unwrap_err();
+    assert_eq!((e, c.stats().templates_recorded), (refused, before));
+    assert_eq!(checks.get(), 1 + full);
+}
+
 #[test]
 fn shadow_mode_checks_every_hit() {
     let c = DdsCache::new(DdsConfig { shadow: true, ..DdsConfig::default() });

@@ -79,21 +79,38 @@ pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
 }
 
 /// THE request deserializer of the server: every SOAP request body goes through here, and only
-/// here. With `soap_dds` on, the differential deserializer answers from the template of this
-/// client's previous message of the same shape, or declines and the full parser runs (which
-/// refreshes the template); either way the result is exactly what `parse_request` returns.
-/// Templates are keyed by the authenticated user and the Content-Type as sent, because
-/// different toolkits emit different bytes.
+/// here. It settles the SOAP version ([`detect_version`]: the Content-Type's, checked against the
+/// envelope's) and parses. With `soap_dds` on, the differential deserializer answers from the
+/// template of this client's previous message of the same shape, or declines and the full
+/// parser runs (which refreshes the template); either way the result is exactly what
+/// `parse_request` returns. Templates are keyed by the authenticated user and the Content-Type
+/// as sent, because different toolkits emit different bytes. Under a Content-Type that names
+/// the version, the envelope is sniffed only before a full parse: a template's hit repeats the
+/// bytes of a message that passed the sniff, up to its first value ([`ardacat_soap::dds::DdsCache::parse_checked`]).
+/// Returns the version the request is dispatched as; an error comes with the version to
+/// answer it in.
 pub fn decode_request(
     state: &SoapState,
     client: &str,
-    content_type: &str,
+    content_type: Option<&str>,
     body: &[u8],
-    version: SoapVersion,
-) -> Result<ParsedRequest, SoapError> {
-    match &state.shared.dds {
-        Some(dds) => dds.parse(&TemplateKey::new(client, content_type), body, version, &state.limits).map(|(p, _)| p),
-        None => parse_request(body, version, &state.limits),
+) -> Result<(SoapVersion, ParsedRequest), (SoapVersion, SoapError)> {
+    let declared = content_type.and_then(SoapVersion::from_content_type);
+    let key = || TemplateKey::new(client, content_type.unwrap_or(""));
+    let limits = &state.limits;
+    match (&state.shared.dds, declared) {
+        (Some(dds), Some(v)) => dds
+            .parse_checked(&key(), body, v, limits, || detect_version(content_type, body).map(drop))
+            .map(|(p, _)| (v, p))
+            .map_err(|e| (v, e)),
+        (dds, _) => {
+            let v = detect_version(content_type, body).map_err(|e| (declared.unwrap_or(SoapVersion::V11), e))?;
+            let parsed = match dds {
+                Some(dds) => dds.parse(&key(), body, v, limits).map(|(p, _)| p),
+                None => parse_request(body, v, limits),
+            };
+            parsed.map(|p| (v, p)).map_err(|e| (v, e))
+        }
     }
 }
 
@@ -353,15 +370,10 @@ async fn handle_soap(st: Arc<SoapState>, req: Request, line: &mut RequestLine) -
         Ok(b) => b,
         Err(e) => return soap_fault(hint, &e),
     };
-    let version = match detect_version(content_type.as_deref(), &bytes) {
-        Ok(v) => v,
-        Err(e) => return soap_fault(hint, &e),
+    let (version, parsed) = match decode_request(&st, &session.principal.user, content_type.as_deref(), &bytes) {
+        Ok(decoded) => decoded,
+        Err((version, e)) => return soap_fault(version, &e),
     };
-    let parsed =
-        match decode_request(&st, &session.principal.user, content_type.as_deref().unwrap_or(""), &bytes, version) {
-            Ok(p) => p,
-            Err(e) => return soap_fault(version, &e),
-        };
     drop(bytes);
     let parsed_at = Instant::now();
     st.shared.metrics.stage(Frontend::Soap, Stage::Parse, parsed_at - authed);

@@ -367,6 +367,23 @@ impl DdsCache {
         version: SoapVersion,
         limits: &Limits,
     ) -> Result<(ParsedRequest, DdsOutcome), SoapError> {
+        self.parse_checked(key, body, version, limits, || Ok(()))
+    }
+
+    /// [`DdsCache::parse`] with a check that must pass before the full parser runs (its error
+    /// is the answer then): what a caller has to establish about a message before parsing it
+    /// fully, and need not establish again for a hit, because a hit's bytes before its first
+    /// value slot are those of a message that passed the check under the same key (a slot
+    /// starts after the root element's start tag; everything before it is a static run). The
+    /// server sniffs the envelope's version here ([`crate::detect_version`]).
+    pub fn parse_checked(
+        &self,
+        key: &TemplateKey,
+        body: &[u8],
+        version: SoapVersion,
+        limits: &Limits,
+        check: impl FnOnce() -> Result<(), SoapError>,
+    ) -> Result<(ParsedRequest, DdsOutcome), SoapError> {
         let now = Instant::now();
         let shard = self.shard(key);
         let found = lock(shard).lookup(key, body, now, self.cfg.idle, &self.c);
@@ -394,10 +411,12 @@ impl DdsCache {
             },
             Found::Skip => {
                 self.c.bypassed.fetch_add(1, Relaxed);
+                check()?;
                 return self.full(body, version, limits).map(|pr| (pr, DdsOutcome::Bypassed));
             }
             Found::Nothing => {}
         }
+        check()?;
         let pr = self.full(body, version, limits)?;
         let outcome = match &declined {
             Some((reason, health)) => {
