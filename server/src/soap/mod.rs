@@ -86,9 +86,9 @@ pub fn router(shared: Arc<Shared>, bound: SocketAddr) -> Router {
 /// `parse_request` returns. Templates are keyed by the authenticated user and the Content-Type
 /// as sent, because different toolkits emit different bytes. Under a Content-Type that names
 /// the version, the envelope is sniffed only before a full parse: a template's hit repeats the
-/// bytes of a message that passed the sniff, up to its first value ([`ardacat_soap::dds::DdsCache::parse_checked`]).
-/// Returns the version the request is dispatched as; an error comes with the version to
-/// answer it in.
+/// bytes of a message that passed the sniff, up to its first value
+/// ([`ardacat_soap::dds::DdsCache::parse_checked`]). Returns the version the request is
+/// dispatched as; an error comes with the version to answer it in.
 pub fn decode_request(
     state: &SoapState,
     client: &str,
