@@ -834,19 +834,7 @@ on_both_backends!(entry_permissions);
 async fn repeated_get_attributes_follow_every_change(b: Backend) {
     let srv = TestServer::start(b).await;
     let mut tcp = srv.raw().await;
-    for line in [
-        "user_create bob bpw",
-        "grp_create team",
-        "createdir /g",
-        "addattr /g n int",
-        "addattr /g s varchar(20)",
-        "addentry /g/e1 n 1 s one",
-        "addentry /g/e2 n 2 s two",
-        "createdir /h",
-        "addattr /h n int",
-        "addattr /h s varchar(20)",
-        "addentry /h/e1 n 9 s nine",
-    ] {
+    for line in REPEATED_GETATTR_SETUP {
         ok(&mut tcp, line).await;
     }
     let root = Client::root(&srv);

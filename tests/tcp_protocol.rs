@@ -9,7 +9,7 @@ mod common;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use common::{Backend, RawConn, RssMonitor, TestServer, proc_status_kb, session_of};
+use common::{Backend, REPEATED_GETATTR_SETUP, RawConn, RssMonitor, TestServer, proc_status_kb, session_of};
 use rand::{RngCore, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
@@ -1014,19 +1014,7 @@ async fn indexes(b: Backend) {
 async fn repeated_getattr_follows_every_change(b: Backend) {
     let server = TestServer::start(b).await;
     let mut root = server.raw().await;
-    for line in [
-        "user_create bob bpw",
-        "grp_create team",
-        "createdir /g",
-        "addattr /g n int",
-        "addattr /g s varchar(20)",
-        "addentry /g/e1 n 1 s one",
-        "addentry /g/e2 n 2 s two",
-        "createdir /h",
-        "addattr /h n int",
-        "addattr /h s varchar(20)",
-        "addentry /h/e1 n 9 s nine",
-    ] {
+    for line in REPEATED_GETATTR_SETUP {
         ok(&mut root, line, &[]).await;
     }
     ok(&mut root, "getattr /g/e1 n s", &["e1", "1", "one"]).await;

@@ -40,6 +40,22 @@ pub enum Backend {
 
 pub const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
 
+/// Two collections with the same attribute names, a user and a group: what the tests of kept
+/// `getattr` plans (TCP sessions, the SOAP shelf) change under a repeated read.
+pub const REPEATED_GETATTR_SETUP: &[&str] = &[
+    "user_create bob bpw",
+    "grp_create team",
+    "createdir /g",
+    "addattr /g n int",
+    "addattr /g s varchar(20)",
+    "addentry /g/e1 n 1 s one",
+    "addentry /g/e2 n 2 s two",
+    "createdir /h",
+    "addattr /h n int",
+    "addattr /h s varchar(20)",
+    "addentry /h/e1 n 9 s nine",
+];
+
 /// Admin URL of the PostgreSQL server the tests create databases on.
 pub fn pg_admin_url() -> String {
     std::env::var("ARDACAT_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
