@@ -452,10 +452,13 @@ impl<S: Store> Catalogue<S> {
                 let schema = conn.attributes(t.coll.id).await?;
                 let get = match &mut kept {
                     Some(get) if get.serves(t.coll.id, &schema, &who, attrs) => get,
-                    _ => match (!keep).then(|| shelf.take(t.coll.id, &schema, &who, attrs)).flatten() {
-                        Some(lent) => kept.insert(lent),
-                        None => kept.insert(GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?),
-                    },
+                    _ => {
+                        let lent = if keep { None } else { shelf.take(t.coll.id, &schema, &who, attrs) };
+                        kept.insert(match lent {
+                            Some(lent) => lent,
+                            None => GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?,
+                        })
+                    }
                 };
                 let (plan, shape) = get.with_names(t.like());
                 sink.collection(&t.coll.path);
