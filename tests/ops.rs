@@ -323,6 +323,10 @@ async fn exposition(b: Backend) {
     assert!(value("ardacat_soap_dds_hits_total") >= 3.0);
     assert!(families["ardacat_soap_dds_declines_total"].1.iter().any(|(k, _)| k.contains("reason=\"")));
     assert!(value("ardacat_db_pool_connections{state=\"idle\"}") >= 0.0);
+    assert_eq!(families["ardacat_getattr_plans_total"].0, "counter");
+    for source in ["session", "shared", "built"] {
+        assert!(value(&format!("ardacat_getattr_plans_total{{source=\"{source}\"}}")) >= 0.0);
+    }
     for gauge in ["process_open_fds", "process_resident_memory_bytes", "process_start_time_seconds"] {
         assert_eq!(families[gauge].0, "gauge");
         assert!(value(gauge) > 0.0, "{gauge}");

@@ -841,10 +841,18 @@ async fn repeated_get_attributes_follow_every_change(b: Backend) {
     let row = |name: &str, values: &[(&str, &str)]| {
         (name.to_string(), values.iter().map(|(a, v)| (a.to_string(), s(v))).collect::<Vec<_>>())
     };
+    let before = getattr_plans(&mut tcp).await;
     for _ in 0..2 {
         assert_eq!(get(&root, &["/g/e1"], &["n", "s"]).await, [row("/g/e1", &[("n", "1"), ("s", "one")])]);
         assert_eq!(get(&root, &["/g/e2"], &["n", "s"]).await, [row("/g/e2", &[("n", "2"), ("s", "two")])]);
     }
+    // One request after another: the first builds the plan, the other three borrow it.
+    let after = getattr_plans(&mut tcp).await;
+    assert_eq!(
+        (after.session - before.session, after.shared - before.shared, after.built - before.built),
+        (0, 3, 1),
+        "{before:?} → {after:?}"
+    );
     let both = [row("/g/e1", &[("n", "1"), ("s", "one")]), row("/g/e2", &[("n", "2"), ("s", "two")])];
     assert_eq!(get(&root, &["/g/e*"], &["n", "s"]).await, both);
     // The same names in another collection, and in another order.
@@ -872,8 +880,12 @@ async fn repeated_get_attributes_follow_every_change(b: Backend) {
     ok(&mut tcp, "chown /g/e2 root:team").await;
     ok(&mut tcp, "chmod /g/e2 rw-r-----").await;
     let bob = Client::user(&srv, "bob", "bpw");
+    let before = getattr_plans(&mut tcp).await;
     assert_eq!(get(&bob, &["/g/e1"], &["n"]).await, [row("/g/e1", &[("n", "1")])]);
     bob.fails("getAttributes", &(el("entryName", "/g/e2") + &el("attributeName", "n")), 4).await;
+    // Root's plans of these names are not lent to bob: his first request builds his own.
+    let after = getattr_plans(&mut tcp).await;
+    assert_eq!((after.shared - before.shared, after.built - before.built), (1, 1), "{before:?} → {after:?}");
     ok(&mut tcp, "grp_adduser team bob").await;
     assert_eq!(get(&bob, &["/g/e2"], &["n"]).await, [row("/g/e2", &[("n", "2")])]);
     ok(&mut tcp, "grp_removeuser team bob").await;

@@ -9,7 +9,9 @@ mod common;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use common::{Backend, REPEATED_GETATTR_SETUP, RawConn, RssMonitor, TestServer, proc_status_kb, session_of};
+use common::{
+    Backend, REPEATED_GETATTR_SETUP, RawConn, RssMonitor, TestServer, getattr_plans, proc_status_kb, session_of,
+};
 use rand::{RngCore, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
@@ -1017,9 +1019,17 @@ async fn repeated_getattr_follows_every_change(b: Backend) {
     for line in REPEATED_GETATTR_SETUP {
         ok(&mut root, line, &[]).await;
     }
+    let before = getattr_plans(&mut root).await;
     ok(&mut root, "getattr /g/e1 n s", &["e1", "1", "one"]).await;
     ok(&mut root, "getattr /g/e2 n s", &["e2", "2", "two"]).await;
     ok(&mut root, "getattr /g/e* n s", &["e1", "1", "one", "e2", "2", "two"]).await;
+    // The first builds the plan, the next two are served by the session's kept one.
+    let after = getattr_plans(&mut root).await;
+    assert_eq!(
+        (after.session - before.session, after.shared - before.shared, after.built - before.built),
+        (2, 0, 1),
+        "{before:?} → {after:?}"
+    );
     // The same names in another collection, and in another order.
     ok(&mut root, "getattr /h/e1 n s", &["e1", "9", "nine"]).await;
     ok(&mut root, "getattr /g/e1 s n", &["e1", "one", "1"]).await;

@@ -56,6 +56,26 @@ pub const REPEATED_GETATTR_SETUP: &[&str] = &[
     "addentry /h/e1 n 9 s nine",
 ];
 
+/// The `getattr_plans_total` counters as `stats` prints them: plans `getattr` took from a
+/// session's own kept plan, lent from the catalogue's shelf, and built anew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GetattrPlans {
+    pub session: u64,
+    pub shared: u64,
+    pub built: u64,
+}
+
+pub async fn getattr_plans(c: &mut RawConn) -> GetattrPlans {
+    let (code, lines) = c.lines("stats").await;
+    assert_eq!(code, 0, "stats: {lines:?}");
+    let n = |source: &str| -> u64 {
+        let prefix = format!("getattr_plans_total{{source=\"{source}\"}} ");
+        let value = lines.iter().find_map(|l| l.strip_prefix(&prefix));
+        value.unwrap_or_else(|| panic!("no {prefix} in {lines:?}")).trim().parse().expect("a count")
+    };
+    GetattrPlans { session: n("session"), shared: n("shared"), built: n("built") }
+}
+
 /// Admin URL of the PostgreSQL server the tests create databases on.
 pub fn pg_admin_url() -> String {
     std::env::var("ARDACAT_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use ardacat_core::service::PlanSource;
 use ardacat_soap::dds::ShadowPolicy;
 use ardacat_soap::{DdsCache, DdsConfig};
 
@@ -158,6 +159,14 @@ impl Shared {
                 queue.timeouts,
             ),
         ]);
+        out.extend(PlanSource::ALL.map(|source| {
+            Sample::counter(
+                "getattr_plans_total",
+                "getattr plans used, by source (session: the session's kept plan; shared: lent to a SOAP or web request; built: made anew).",
+                self.catalogue.getattr_plans(source),
+            )
+            .label("source", source.label())
+        }));
         let refused = |gate: &Gate, name, help| {
             [Refusal::Full, Refusal::PeerFull]
                 .map(|r| Sample::counter(name, help, gate.refused(r)).label("reason", r.label()))

@@ -24,6 +24,7 @@ use crate::types::{Value, ValueType};
 
 mod get_plan;
 mod queries;
+pub use get_plan::PlanSource;
 pub(super) use get_plan::{GetPlan, SharedPlans};
 pub use queries::{QueryPage, SelectSpec};
 
@@ -451,12 +452,22 @@ impl<S: Store> Catalogue<S> {
                 Self::check(conn, &who, &t.coll, READ).await?;
                 let schema = conn.attributes(t.coll.id).await?;
                 let get = match &mut kept {
-                    Some(get) if get.serves(t.coll.id, &schema, &who, attrs) => get,
+                    Some(get) if get.serves(t.coll.id, &schema, &who, attrs) => {
+                        shelf.count(PlanSource::Session);
+                        get
+                    }
                     _ => {
                         let lent = if keep { None } else { shelf.take(t.coll.id, &schema, &who, attrs) };
                         kept.insert(match lent {
-                            Some(lent) => lent,
-                            None => GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?,
+                            Some(lent) => {
+                                shelf.count(PlanSource::Shared);
+                                lent
+                            }
+                            None => {
+                                let built = GetPlan::new(t.coll.id, &t.coll.path, schema, &who, attrs)?;
+                                shelf.count(PlanSource::Built);
+                                built
+                            }
                         })
                     }
                 };

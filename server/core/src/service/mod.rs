@@ -34,7 +34,7 @@ use crate::perm::{Guard, Mode, Principal};
 use crate::store::{CollectionInfo, RemoteChanges, Store, StoreConn};
 
 pub use constraints::{ConstraintInfo, NewConstraint};
-pub use entries::{NamedValues, QueryPage, SelectSpec};
+pub use entries::{NamedValues, PlanSource, QueryPage, SelectSpec};
 pub use indexes::{IndexInfo, MAX_INDEX_COLUMNS};
 pub use names::Names;
 pub use replicas::{MAX_GUID, MAX_SITE_NAME, MAX_SITE_SERVER};
@@ -251,6 +251,12 @@ impl<S: Store> Catalogue<S> {
 
     pub fn config(&self) -> &ServiceConfig {
         &self.inner.config
+    }
+
+    /// How many `getattr` plans came from `source` since the process started (the
+    /// `getattr_plans_total` counter): how often sessions' kept plans and the shared shelf serve.
+    pub fn getattr_plans(&self, source: PlanSource) -> u64 {
+        self.inner.shared_plans.used(source)
     }
 
     /// The current auth epoch (see [`Session::with_auth_epoch`]). Read it *before* reading a

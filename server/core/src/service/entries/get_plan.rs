@@ -7,6 +7,7 @@
 //! catalogue's [`SharedPlans`] instead, by the same rule.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{col, pseudo_or_attr};
@@ -75,9 +76,46 @@ pub(crate) const MAX_SHARED_PLANS: usize = 64;
 pub(crate) struct SharedPlans {
     /// Most recently returned first.
     plans: Mutex<VecDeque<GetPlan>>,
+    /// Plans `getattr` used, by [`PlanSource`] (index `as usize`): whether the kept plans serve
+    /// is otherwise visible only in instruction counts.
+    used: [AtomicU64; 3],
+}
+
+/// Where the plan of one `getattr` came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanSource {
+    /// The session's own last plan (a TCP session reading entry after entry).
+    Session,
+    /// Lent from the catalogue's shelf to a one-request session (SOAP, web).
+    Shared,
+    /// Made anew: the first of its shape, or the shape changed.
+    Built,
+}
+
+impl PlanSource {
+    pub const ALL: [PlanSource; 3] = [PlanSource::Session, PlanSource::Shared, PlanSource::Built];
+
+    /// The `source` label of `getattr_plans_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            PlanSource::Session => "session",
+            PlanSource::Shared => "shared",
+            PlanSource::Built => "built",
+        }
+    }
 }
 
 impl SharedPlans {
+    /// Counts one `getattr` plan taken from `source`.
+    pub(crate) fn count(&self, source: PlanSource) {
+        self.used[source as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The plans counted so far from `source`.
+    pub(crate) fn used(&self, source: PlanSource) -> u64 {
+        self.used[source as usize].load(Ordering::Relaxed)
+    }
+
     /// A kept plan that [`GetPlan::serves`] these arguments, taken out of the shelf.
     pub(crate) fn take(&self, collection: i64, schema: &Attributes, who: &Principal, names: &Names) -> Option<GetPlan> {
         let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
