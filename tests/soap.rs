@@ -880,10 +880,12 @@ async fn repeated_get_attributes_follow_every_change(b: Backend) {
     ok(&mut tcp, "chown /g/e2 root:team").await;
     ok(&mut tcp, "chmod /g/e2 rw-r-----").await;
     let bob = Client::user(&srv, "bob", "bpw");
+    assert_eq!(get(&root, &["/g/e1"], &["n"]).await, [row("/g/e1", &[("n", "1")])]);
     let before = getattr_plans(&mut tcp).await;
     assert_eq!(get(&bob, &["/g/e1"], &["n"]).await, [row("/g/e1", &[("n", "1")])]);
     bob.fails("getAttributes", &(el("entryName", "/g/e2") + &el("attributeName", "n")), 4).await;
-    // Root's plans of these names are not lent to bob: his first request builds his own.
+    // Root's plan of these names is on the shelf but not lent to bob: his first request builds
+    // his own, his second borrows it.
     let after = getattr_plans(&mut tcp).await;
     assert_eq!((after.shared - before.shared, after.built - before.built), (1, 1), "{before:?} → {after:?}");
     ok(&mut tcp, "grp_adduser team bob").await;
