@@ -165,7 +165,7 @@ impl Shared {
                 "getattr plans used, by source (session: the session's kept plan; shared: lent to a SOAP or web request; built: made anew).",
                 self.catalogue.getattr_plans(source),
             )
-            .label("source", source.label())
+            .label("source", plan_source_label(source))
         }));
         let refused = |gate: &Gate, name, help| {
             [Refusal::Full, Refusal::PeerFull]
@@ -240,6 +240,15 @@ impl Shared {
             }
         }
         out
+    }
+}
+
+/// The `source` label of `getattr_plans_total`.
+fn plan_source_label(source: PlanSource) -> &'static str {
+    match source {
+        PlanSource::Session => "session",
+        PlanSource::Shared => "shared",
+        PlanSource::Built => "built",
     }
 }
 

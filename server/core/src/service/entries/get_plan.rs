@@ -94,15 +94,6 @@ pub enum PlanSource {
 
 impl PlanSource {
     pub const ALL: [PlanSource; 3] = [PlanSource::Session, PlanSource::Shared, PlanSource::Built];
-
-    /// The `source` label of `getattr_plans_total`.
-    pub fn label(self) -> &'static str {
-        match self {
-            PlanSource::Session => "session",
-            PlanSource::Shared => "shared",
-            PlanSource::Built => "built",
-        }
-    }
 }
 
 impl SharedPlans {
