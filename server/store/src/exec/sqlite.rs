@@ -94,7 +94,9 @@ use std::sync::{Arc, Mutex, MutexGuard, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
+mod columns;
 mod rows;
+use columns::{Columns, RawRows};
 use rows::*;
 
 /// Where the database lives.

@@ -1,6 +1,7 @@
 //! Statements on a connection's own thread: preparing (cached), binding parameters, running,
 //! the statement deadline's progress guard, streaming rows into the channel and decoding values.
-//! Must not manage connections, the pool or transactions.
+//! Must not manage connections, the pool or transactions, nor call SQLite's C API (`columns`
+//! does, for a stream's rows).
 
 use super::*;
 
@@ -168,7 +169,7 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
         }),
     )?;
     let _guard = ProgressGuard(conn, deadline);
-    let mut rows = st.raw_query();
+    let mut rows = RawRows::new(conn, st.raw_query());
     // Rows of batches the consumer handed back, decoded into in place of new ones.
     let mut spent: Vec<Vec<Value>> = Vec::new();
     loop {
@@ -178,7 +179,7 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
                     spent = ardacat_core::store::spent_rows::take().unwrap_or_default();
                 }
                 let mut values = spent.pop().unwrap_or_default();
-                decode_row_into(row, types, &mut values)?;
+                decode_row_into(&row, types, &mut values)?;
                 let mut p = lock(pending);
                 if let Some(full) = p.batch.push(values)
                     && !p.send(tx, full)
@@ -195,17 +196,13 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
 
 pub(super) fn decode_row(row: &rusqlite::Row<'_>, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
     let mut values = Vec::new();
-    decode_row_into(row, types, &mut values)?;
+    decode_row_into(&Columns::Rusqlite(row), types, &mut values)?;
     Ok(values)
 }
 
 /// [`decode_row`] into `out`, whose earlier values are overwritten (a text value into an
 /// earlier text value keeps its buffer).
-pub(super) fn decode_row_into(
-    row: &rusqlite::Row<'_>,
-    types: &[ValueType],
-    out: &mut Vec<Value>,
-) -> Result<(), StoreError> {
+pub(super) fn decode_row_into(row: &Columns<'_>, types: &[ValueType], out: &mut Vec<Value>) -> Result<(), StoreError> {
     out.truncate(types.len());
     // Exact size: pushing into an empty Vec would grow it by doubling (five reallocations
     // for 60 columns).
@@ -215,7 +212,7 @@ pub(super) fn decode_row_into(
         // The `ValueRef` is looked at where rusqlite returned it and the value written into its
         // slot, not returned: copying either out of a `Result` (in wider loads than the stores
         // that made it) stalled on every value.
-        let got = row.get_ref(i);
+        let got = row.get(i);
         let v = match &got {
             Ok(v) => v,
             Err(e) => return Err(StoreError::decode(i, e.to_string())),
@@ -255,4 +252,73 @@ fn decode_value(i: usize, t: ValueType, v: &ValueRef<'_>, slot: &mut Value) -> R
         }
     };
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream reads its rows through the C API (`columns`) and gets what the rusqlite way
+    /// (`decode_row`, as `query` reads) gets, for every type and for NULLs; a value of the wrong
+    /// kind fails the stream with the same error both ways.
+    #[test]
+    fn a_stream_reads_as_a_query_reads() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (i INTEGER, f REAL, s TEXT, b INTEGER, ts TEXT);
+             INSERT INTO t VALUES (1, 2.5, 'one', 1, '2026-12-06 04:23:54');
+             INSERT INTO t VALUES (NULL, 3, '', 0, NULL);
+             INSERT INTO t VALUES (-7, NULL, 'é€😀', NULL, '1970-01-01 00:00:00.5');",
+        )
+        .unwrap();
+        let types = [ValueType::Int, ValueType::Float, ValueType::Text, ValueType::Bool, ValueType::Timestamp];
+        let sql = "SELECT i, f, s, b, ts FROM t WHERE i IS NULL OR i <> ?1 ORDER BY rowid";
+        let read = |conn: &mut Connection, sql: &str, params: &[Value]| {
+            let (tx, mut rx) = mpsc::channel(16);
+            let found = columns::FOUND.with(|f| f.get());
+            let sent = stream_rows::<StoreError>(conn, sql, params, &types, tx, &Arc::new(Deadline::new()));
+            let mut rows = Vec::new();
+            let mut error = None;
+            while let Ok(message) = rx.try_recv() {
+                match message {
+                    Ok(batch) => rows.extend(batch),
+                    Err(e) => error = Some(e.to_string()),
+                }
+            }
+            (sent.map_err(|e| e.to_string()), rows, error, columns::FOUND.with(|f| f.get()) - found)
+        };
+        let expected = |conn: &Connection, sql: &str, params: &[Value]| {
+            let mut st = prepare(conn, sql).unwrap();
+            bind(&mut st, params).unwrap();
+            let mut rows = st.raw_query();
+            let mut out = Vec::new();
+            loop {
+                match rows.next() {
+                    Ok(Some(row)) => match decode_row(row, &types) {
+                        Ok(values) => out.push(values),
+                        Err(e) => return (out, Some(e.to_string())),
+                    },
+                    Ok(None) => return (out, None),
+                    Err(e) => return (out, Some(e.to_string())),
+                }
+            }
+        };
+        let params = [Value::Int(99)];
+        let (want, none) = expected(&conn, sql, &params);
+        assert_eq!((want.len(), none), (3, None));
+        let (sent, got, error, found) = read(&mut conn, sql, &params);
+        assert_eq!((sent, error, found), (Ok(3), None, 1), "three rows, through the C API");
+        assert_eq!(got, want);
+        assert!(matches!(&got[1][2], Value::Text(s) if s.is_empty()));
+
+        // A text where an int is expected, in the second row: both ways fail alike, after the first row.
+        conn.execute_batch("UPDATE t SET i = 'x' WHERE i IS NULL").unwrap();
+        let (want, why) = expected(&conn, sql, &params);
+        assert_eq!(want.len(), 1);
+        let (sent, got, error, found) = read(&mut conn, sql, &params);
+        assert_eq!(found, 1);
+        assert_eq!(got, want);
+        assert_eq!(error, why);
+        assert_eq!(sent.err(), why);
+    }
 }
