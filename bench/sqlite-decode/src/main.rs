@@ -5,8 +5,8 @@
 //! directly; `value`: one `sqlite3_column_value` per column read by `sqlite3_value_*`. Each way
 //! copies every value into a reused slot like the server's decoder (text into the slot's old
 //! buffer, checked as UTF-8) and prints nanoseconds per row; the ways alternate in every round.
-//! It measures the idea of docs/benchmarks.md round 18, not the server: the workspace forbids
-//! `unsafe`, so the last two ways are not in it.
+//! It measured the idea of docs/benchmarks.md round 18 apart from the server; since round 19 the
+//! server reads a stream's rows the third way (server/store/src/exec/sqlite/columns.rs).
 
 use std::time::Instant;
 
