@@ -724,3 +724,38 @@ async fn reload_on_sighup(b: Backend) {
 }
 
 on_both_backends!(reload_on_sighup);
+
+/// docs/operations.md: PostgreSQL on the same machine is reached through its local socket, the
+/// socket's directory percent-encoded as the URL's host. The server's connections to its
+/// database are then all Unix-socket ones (`client_addr` is NULL in `pg_stat_activity`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_over_its_local_socket() {
+    let db = TestDb::new(Backend::Postgres).await;
+    let admin = common::pg_admin_url();
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.unwrap();
+    let dirs: String = sqlx::query_scalar("SHOW unix_socket_directories").fetch_one(&mut conn).await.unwrap();
+    let dir = dirs.split(',').map(str::trim).find(|d| d.starts_with('/')).expect("a socket directory");
+    // postgres://USER@HOST:PORT/NAME → postgres://USER@%2Fsocket%2Fdir:PORT/NAME
+    let (user, rest) = db.url.trim_start_matches("postgres://").split_once('@').unwrap();
+    let (host, name) = rest.split_once('/').unwrap();
+    let port = host.rsplit_once(':').map_or("5432", |(_, p)| p);
+    let url = format!("postgres://{user}@{}:{port}/{name}", dir.replace('/', "%2F"));
+    let server = TestServer::start_with(TestDb::external(url), &[]).await;
+    let mut c = server.raw().await;
+    ok(&mut c, "createdir /local").await;
+    ok(&mut c, "addattr /local n int").await;
+    ok(&mut c, "addentry /local/e n 7").await;
+    assert_eq!(ok(&mut c, "getattr /local/e n").await, ["e", "7"]);
+    let (unix, tcp): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE client_addr IS NULL), count(*) FILTER (WHERE client_addr IS NOT NULL)
+           FROM pg_stat_activity WHERE datname = $1",
+    )
+    .bind(name)
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert!(unix > 0 && tcp == 0, "the server's connections: {unix} over the socket, {tcp} over TCP");
+    drop(c);
+    drop(server);
+    drop(db);
+}
