@@ -96,7 +96,7 @@ use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore, mpsc, onesho
 
 mod columns;
 mod rows;
-use columns::{Columns, RawRows};
+use columns::{Columns, RawRow, RawRows};
 use rows::*;
 
 /// Where the database lives.

@@ -48,8 +48,15 @@ thread_local! {
 
 /// The current row of a [`RawRows`].
 pub(super) enum Columns<'r> {
-    Raw { stmt: NonNull<ffi::sqlite3_stmt>, count: c_int, row: PhantomData<&'r ()> },
+    Raw(RawRow<'r>),
     Rusqlite(&'r rusqlite::Row<'r>),
+}
+
+/// A row read through the C API: its statement, which has just stepped to it.
+pub(super) struct RawRow<'r> {
+    stmt: NonNull<ffi::sqlite3_stmt>,
+    count: c_int,
+    row: PhantomData<&'r ()>,
 }
 
 /// The statement of `db` that has been stepped and not yet reset or run to its end, if exactly
@@ -114,7 +121,7 @@ impl<'s> RawRows<'s> {
             Found::Raw(..) | Found::Rusqlite => {}
         }
         Ok(Some(match self.state {
-            Found::Raw(stmt, count) => Columns::Raw { stmt, count, row: PhantomData },
+            Found::Raw(stmt, count) => Columns::Raw(RawRow { stmt, count, row: PhantomData }),
             _ => Columns::Rusqlite(row),
         }))
     }
@@ -128,11 +135,19 @@ impl<'s> RawRows<'s> {
 
 impl Columns<'_> {
     /// Column `i` of the row, as rusqlite's `Row::get_ref` gives it.
+    #[cfg(test)]
     pub(super) fn get(&self, i: usize) -> rusqlite::Result<ValueRef<'_>> {
-        let (stmt, count) = match self {
-            Columns::Rusqlite(row) => return row.get_ref(i),
-            Columns::Raw { stmt, count, .. } => (stmt.as_ptr(), *count),
-        };
+        match self {
+            Columns::Rusqlite(row) => row.get_ref(i),
+            Columns::Raw(raw) => raw.get(i),
+        }
+    }
+}
+
+impl RawRow<'_> {
+    /// Column `i` of the row, as rusqlite's `Row::get_ref` would give it.
+    pub(super) fn get(&self, i: usize) -> rusqlite::Result<ValueRef<'_>> {
+        let (stmt, count) = (self.stmt.as_ptr(), self.count);
         let col = match c_int::try_from(i) {
             Ok(col) if col < count => col,
             _ => return Err(Error::InvalidColumnIndex(i)),

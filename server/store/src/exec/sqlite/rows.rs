@@ -179,7 +179,10 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
                     spent = ardacat_core::store::spent_rows::take().unwrap_or_default();
                 }
                 let mut values = spent.pop().unwrap_or_default();
-                decode_row_into(&row, types, &mut values)?;
+                match &row {
+                    Columns::Raw(raw) => decode_row_into(raw, types, &mut values)?,
+                    Columns::Rusqlite(row) => decode_row_into(*row, types, &mut values)?,
+                }
                 let mut p = lock(pending);
                 if let Some(full) = p.batch.push(values)
                     && !p.send(tx, full)
@@ -194,15 +197,40 @@ fn stream_inner<E: From<StoreError> + Send + 'static>(
     }
 }
 
+/// A row's values as rusqlite's `ValueRef`s: a rusqlite row (point reads, `query`, a stream's
+/// first row), or a stream's row read through the C API. Generic, so that each kind of row has
+/// its own decoding loop: one loop over an enum of both cost 1.4 % more instructions per `get`.
+pub(super) trait RowValues {
+    fn value(&self, i: usize) -> rusqlite::Result<ValueRef<'_>>;
+}
+
+impl RowValues for rusqlite::Row<'_> {
+    #[inline]
+    fn value(&self, i: usize) -> rusqlite::Result<ValueRef<'_>> {
+        self.get_ref(i)
+    }
+}
+
+impl RowValues for RawRow<'_> {
+    #[inline]
+    fn value(&self, i: usize) -> rusqlite::Result<ValueRef<'_>> {
+        self.get(i)
+    }
+}
+
 pub(super) fn decode_row(row: &rusqlite::Row<'_>, types: &[ValueType]) -> Result<Vec<Value>, StoreError> {
     let mut values = Vec::new();
-    decode_row_into(&Columns::Rusqlite(row), types, &mut values)?;
+    decode_row_into(row, types, &mut values)?;
     Ok(values)
 }
 
 /// [`decode_row`] into `out`, whose earlier values are overwritten (a text value into an
 /// earlier text value keeps its buffer).
-pub(super) fn decode_row_into(row: &Columns<'_>, types: &[ValueType], out: &mut Vec<Value>) -> Result<(), StoreError> {
+pub(super) fn decode_row_into(
+    row: &impl RowValues,
+    types: &[ValueType],
+    out: &mut Vec<Value>,
+) -> Result<(), StoreError> {
     out.truncate(types.len());
     // Exact size: pushing into an empty Vec would grow it by doubling (five reallocations
     // for 60 columns).
@@ -212,7 +240,7 @@ pub(super) fn decode_row_into(row: &Columns<'_>, types: &[ValueType], out: &mut 
         // The `ValueRef` is looked at where rusqlite returned it and the value written into its
         // slot, not returned: copying either out of a `Result` (in wider loads than the stores
         // that made it) stalled on every value.
-        let got = row.get(i);
+        let got = row.value(i);
         let v = match &got {
             Ok(v) => v,
             Err(e) => return Err(StoreError::decode(i, e.to_string())),
@@ -222,7 +250,9 @@ pub(super) fn decode_row_into(row: &Columns<'_>, types: &[ValueType], out: &mut 
     Ok(())
 }
 
-/// Decodes `v` into `slot` (a text into the slot's old text keeps its buffer).
+/// Decodes `v` into `slot` (a text into the slot's old text keeps its buffer). Inlined into
+/// both decoding loops: called once per value, as a function it cost 1.5 % of a `get`.
+#[inline(always)]
 fn decode_value(i: usize, t: ValueType, v: &ValueRef<'_>, slot: &mut Value) -> Result<(), StoreError> {
     fn utf8(i: usize, b: &[u8]) -> Result<&str, StoreError> {
         std::str::from_utf8(b).map_err(|_| StoreError::decode(i, "text is not UTF-8"))
