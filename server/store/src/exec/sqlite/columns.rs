@@ -83,7 +83,10 @@ unsafe fn the_busy_statement(db: NonNull<ffi::sqlite3>) -> Option<NonNull<ffi::s
 }
 
 impl<'s> RawRows<'s> {
-    /// `rows` must come from a statement prepared on `conn`.
+    /// `rows` must come from a statement prepared on `conn`: the search looks among `conn`'s
+    /// statements. The one caller, `rows::stream_inner`, prepares it from `conn` two lines before.
+    /// (A precondition of this module's one constructor rather than an `unsafe fn`, which would
+    /// put `unsafe` into the caller's module too.)
     pub(super) fn new(conn: &'s Connection, rows: Rows<'s>) -> RawRows<'s> {
         // SAFETY: the handle is only used while `conn` is borrowed (for `'s`), on this thread
         // (`Connection` is not `Sync`), and never closed or handed out here.
