@@ -14,6 +14,8 @@
 # A BIN_DIR may carry flags for its SQLite server after a colon, e.g. `target/release:--sqlite-exclusive=true`
 # (the same build with and without, in one run); the streaming goal runs every build without them
 # (its baseline, the sqlite3 shell, reads the server's file while it runs).
+# At the end bench/goals_table.py prints each goal's ratio per build and round, the p99s of the two
+# figures behind it, and in how many rounds it was met.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=8; rounds=2; stream_rows=100000; admin=postgres://postgres@127.0.0.1:5432
@@ -40,6 +42,9 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# Everything below is also kept in a log, which bench/goals_table.py turns into the ratios.
+exec 3>&1 > >(tee "$work/goals.log")
+tee_pid=$!
 start() { # bin idx backend [sqlite flags] → port
     local bin=$1 idx=$2 backend=$3 port=$((base + 10 * $2)) url flags=()
     if [[ $backend == postgres ]]; then
@@ -95,3 +100,7 @@ echo "-- streaming ($stream_rows rows of 60 attributes, $rounds rounds)"
 mapfile -t stream_bins < <(printf '%s\n' "${bins[@]}" | awk '!seen[$0]++')
 bench/stream-ab.sh sqlite "$stream_rows" "$rounds" "${stream_bins[@]}"
 bench/stream-ab.sh pg "$stream_rows" "$rounds" "${stream_bins[@]}"
+exec >&3 3>&-
+wait "$tee_pid"
+echo "-- the goals as ratios of the same round (bench/goals_table.py)"
+python3 bench/goals_table.py <"$work/goals.log"

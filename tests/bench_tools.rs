@@ -1,0 +1,58 @@
+//! The benchmark tools' own Python (bench/goals_table.py, which turns a bench/goals.sh log into
+//! the goal ratios of issue #17): its pytest suite and `mypy --strict`. Pure text in, text out:
+//! no server runs here. Needs a Python with pytest and mypy: `$ARDACAT_PYTHON`, else
+//! `target/interop-venv/bin/python` (tests/run-all.sh makes it). A missing tool fails the test.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn python() -> PathBuf {
+    let py = std::env::var_os("ARDACAT_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/interop-venv/bin/python"));
+    let ok = Command::new(&py).args(["-c", "import pytest, mypy"]).status().is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{} must have pytest and mypy (tests/run-all.sh installs them into target/interop-venv, or set \
+         ARDACAT_PYTHON)",
+        py.display()
+    );
+    py
+}
+
+#[test]
+fn goals_table_pytest() {
+    let out = Command::new(python())
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_goals_table.py"])
+        .current_dir(repo().join("bench"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run pytest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("no tests"));
+    // pytest exits 5 when it ran no test: any non-zero exit fails, and so does a run with no pass.
+    let passed = out.status.success() && summary.is_some_and(|s| s.contains(" passed") && !s.contains("failed"));
+    assert!(passed, "pytest failed ({}):\n{stdout}{}", out.status, String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn goals_table_mypy_strict() {
+    let bench = repo().join("bench");
+    let out = Command::new(python())
+        .args(["-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null"])
+        .arg(bench.join("goals_table.py"))
+        .arg(bench.join("test_goals_table.py"))
+        .env("MYPYPATH", &bench)
+        .output()
+        .expect("run mypy");
+    assert!(
+        out.status.success(),
+        "mypy --strict failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
