@@ -358,6 +358,37 @@ pub mod spent_rows {
         pool().pop()
     }
 
+    /// Rows of a point read kept at most (a `get` reads one).
+    pub const MAX_POINT_ROWS: usize = 8;
+
+    thread_local! {
+        /// The rows of this thread's last point read, once written out. A point read decodes
+        /// and is answered on the request's own thread, so no lock: a 60-attribute `get` read
+        /// into the last one's row allocates none of its text values.
+        static POINT: std::cell::Cell<Vec<Vec<Value>>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+
+    /// Hands back the rows of a point read (`select_few`) once they were written out: the next
+    /// point read on this thread decodes into them. Bounded as [`give`] is, and by
+    /// [`MAX_POINT_ROWS`].
+    pub fn give_point(mut rows: Vec<Vec<Value>>) {
+        rows.truncate(MAX_POINT_ROWS);
+        for row in &mut rows {
+            for v in row.iter_mut() {
+                if matches!(v, Value::Text(s) if s.capacity() > MAX_KEPT_TEXT) {
+                    *v = Value::Null;
+                }
+            }
+        }
+        POINT.with(|p| p.set(rows));
+    }
+
+    /// The rows [`give_point`] kept on this thread (empty if none), for a point read to decode
+    /// into; every value of them is overwritten, never read.
+    pub fn take_point() -> Vec<Vec<Value>> {
+        POINT.with(std::cell::Cell::take)
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;
@@ -377,6 +408,22 @@ pub mod spent_rows {
             for b in taken {
                 assert_eq!(b, vec![vec![Value::Null, Value::Text("kept".into()), Value::Int(1)]]);
             }
+        }
+
+        #[test]
+        fn a_point_reads_rows_come_back_on_its_thread_bounded() {
+            let long = "x".repeat(MAX_KEPT_TEXT + 1);
+            let row = || vec![Value::Text(long.clone()), Value::Text("kept".into()), Value::Int(1)];
+            give_point((0..MAX_POINT_ROWS + 2).map(|_| row()).collect());
+            // Another thread has its own (none).
+            assert!(std::thread::spawn(take_point).join().unwrap().is_empty());
+            let rows = take_point();
+            assert_eq!(rows.len(), MAX_POINT_ROWS);
+            for r in &rows {
+                assert_eq!(r, &vec![Value::Null, Value::Text("kept".into()), Value::Int(1)]);
+            }
+            // Taken once: the next point read starts from nothing.
+            assert!(take_point().is_empty());
         }
     }
 }

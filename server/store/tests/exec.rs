@@ -317,6 +317,55 @@ async fn rebinding_postgres() {
     on_pg(small_opts(), |db, _| rebinding(db)).await;
 }
 
+/// A point read decoded into old rows (`query_point_into`, what a `get` does with the rows of
+/// the one before) reads exactly what a fresh one reads: every old value overwritten, whatever
+/// its kind, shorter and longer rows, fewer and more rows, none; a decode error stays an error.
+async fn point_reads_into_old_rows(db: Db) {
+    let mut c = db.acquire().await.unwrap();
+    c.execute_batch(create_rt(&db)).await.unwrap();
+    let insert = sql(&db, "INSERT INTO rt (id, i, f, t, b, ts) VALUES ($1, $2, $3, $4, $5, $6)");
+    for row in rt_rows() {
+        c.execute(&insert, &row).await.unwrap();
+    }
+    let by_id = sql(&db, "SELECT id, i, f, t, b, ts FROM rt WHERE id = $1");
+    let by_ids = sql(&db, "SELECT id, i, f, t, b, ts FROM rt WHERE id >= $1 ORDER BY id");
+    let two = sql(&db, "SELECT t, id FROM rt WHERE id = $1");
+    let old = || {
+        let long = "old text that a fresh read would never show ".repeat(4);
+        vec![vec![Value::Text(long.clone()); 9], vec![Value::Int(77); 3], vec![Value::Text(long); 6]]
+    };
+    // (statement, parameter, types): each read into old rows of other kinds and shapes.
+    let two_types = [ValueType::Text, ValueType::Int];
+    let reads: Vec<(&str, i64, &[ValueType])> = vec![
+        (&by_id, 1, &ALL_TYPES),
+        (&by_id, 4, &ALL_TYPES),  // all NULL but the id
+        (&by_id, 99, &ALL_TYPES), // no row
+        (&by_ids, 2, &ALL_TYPES), // four rows: more than the old ones
+        (&two, 5, &two_types),    // fewer columns than the old rows
+    ];
+    for (statement, id, types) in reads {
+        let fresh = c.query_point(statement, &[Value::Int(id)], types).await.unwrap();
+        let reused = c.query_point_into(statement, &[Value::Int(id)], types, old()).await.unwrap();
+        assert_eq!(reused, fresh, "{statement} with {id}");
+        // Into the rows it just gave (the way `get`s follow each other).
+        let again = c.query_point_into(statement, &[Value::Int(id)], types, reused).await.unwrap();
+        assert_eq!(again, fresh, "{statement} with {id}, into its own rows");
+    }
+    assert_eq!(c.query_point(&by_ids, &[Value::Int(2)], &ALL_TYPES).await.unwrap(), rt_rows()[1..].to_vec());
+    let e = c.query_point_into(&by_id, &[Value::Int(1)], &[ValueType::Int; 6], old()).await.unwrap_err();
+    assert!(matches!(e, StoreError::Decode { column: 2, .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn point_reads_into_old_rows_sqlite() {
+    on_sqlite_file(small_opts(), |db, _| point_reads_into_old_rows(db)).await;
+}
+
+#[tokio::test]
+async fn point_reads_into_old_rows_postgres() {
+    on_pg(small_opts(), |db, _| point_reads_into_old_rows(db)).await;
+}
+
 async fn decode_errors(db: Db) {
     let mut c = db.acquire().await.unwrap();
     let e = c.query("SELECT 1, 'abc'", &[], &[ValueType::Int, ValueType::Int]).await.unwrap_err();

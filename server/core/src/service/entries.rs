@@ -190,11 +190,13 @@ impl<S: Store> Catalogue<S> {
         sink: &mut K,
     ) -> Result<u64> {
         let wire = WireRows::of(plan);
-        let mut n = 0;
-        for row in conn.select_few(plan, shape).await? {
-            sink.wire_row(wire.row(row)).await?;
-            n += 1;
+        let rows = conn.select_few(plan, shape).await?;
+        for row in &rows {
+            sink.wire_row(wire.row_ref(row)).await?;
         }
+        let n = rows.len() as u64;
+        // Written out: the next point read on this thread decodes into these rows.
+        crate::store::spent_rows::give_point(rows);
         Ok(n)
     }
 

@@ -142,6 +142,8 @@ impl SqlConn {
         // The text is compiled once per plan shape (`sql::point`); a `get` binds its name.
         let c =
             self.point_sql.lock().unwrap_or_else(std::sync::PoisonError::into_inner).compile(self.dialect, plan, shape);
-        self.conn.query_point(&c.sql, &c.params, &c.types).await.map_err(map_err)
+        // Into the rows of this thread's last `get`, once written out (`run_select_one`).
+        let reuse = ardacat_core::store::spent_rows::take_point();
+        self.conn.query_point_into(&c.sql, &c.params, &c.types, reuse).await.map_err(map_err)
     }
 }

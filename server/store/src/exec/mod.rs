@@ -462,10 +462,23 @@ impl Conn {
         params: &[Value],
         types: &[ValueType],
     ) -> Result<Vec<Vec<Value>>, StoreError> {
+        self.query_point_into(sql, params, types, Vec::new()).await
+    }
+
+    /// [`query_point`](Self::query_point) decoding into `reuse`'s rows, whose values are
+    /// overwritten, never read (a text value into an old one keeps its buffer): a `get` hands
+    /// in the rows of the last one (`ardacat_core::store::spent_rows::take_point`).
+    pub async fn query_point_into(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[ValueType],
+        reuse: Vec<Vec<Value>>,
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
         self.check_tx()?;
         let r = match &mut self.inner {
-            ConnInner::Sqlite(c) => c.query_point(sql, params, types).await,
-            ConnInner::Postgres(c) => c.query(sql, params, types).await,
+            ConnInner::Sqlite(c) => c.query_point(sql, params, types, reuse).await,
+            ConnInner::Postgres(c) => c.query_into(sql, params, types, reuse).await,
         };
         self.note(r)
     }

@@ -319,22 +319,23 @@ impl Statements {
         0
     }
 
-    /// Decodes the rows of a statement run through [`bound`] (`known`: its place).
+    /// Decodes the rows of a statement run through [`bound`] (`known`: its place) into `out`,
+    /// whose earlier rows are overwritten (a point read's: `ardacat_core::store::spent_rows`).
     fn decode_rows(
         &mut self,
         known: Option<usize>,
         rows: &[PgRow],
         types: &[ValueType],
+        mut out: Vec<Vec<Value>>,
     ) -> Result<Vec<Vec<Value>>, StoreError> {
-        let Some(first) = rows.first() else { return Ok(Vec::new()) };
+        out.truncate(rows.len());
+        let Some(first) = rows.first() else { return Ok(out) };
         let decoder = self.decoder(known, first, types)?;
-        rows.iter()
-            .map(|row| {
-                let mut values = Vec::new();
-                decoder.decode_into(row, &mut values)?;
-                Ok(values)
-            })
-            .collect()
+        out.resize_with(rows.len(), Vec::new);
+        for (row, values) in rows.iter().zip(out.iter_mut()) {
+            decoder.decode_into(row, values)?;
+        }
+        Ok(out)
     }
 
     /// The decoder for `row` read as `types`: the one made before for the statement at `known`,
@@ -422,12 +423,23 @@ impl Conn {
         params: &[Value],
         types: &[ValueType],
     ) -> Result<Vec<Vec<Value>>, StoreError> {
+        self.query_into(text, params, types, Vec::new()).await
+    }
+
+    /// [`query`](Self::query) decoding into `out`'s rows (see `decode_rows`).
+    pub(crate) async fn query_into(
+        &mut self,
+        text: &str,
+        params: &[Value],
+        types: &[ValueType],
+        out: Vec<Vec<Value>>,
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
         self.dirty = true;
         let live = self.live().await?;
         // Outer error: the statement failed (the connection may be broken); inner: decoding.
         let r = match bound(live, text, params).await {
             Ok((q, known)) => match q.fetch_all(&mut live.conn).await {
-                Ok(rows) => Ok(live.statements.decode_rows(known, &rows, types)),
+                Ok(rows) => Ok(live.statements.decode_rows(known, &rows, types, out)),
                 Err(e) => Err(StoreError::from(e)),
             },
             Err(e) => Err(e),

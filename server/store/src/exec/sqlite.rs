@@ -564,18 +564,22 @@ impl Conn {
         sql: &str,
         params: &[Value],
         types: &[ValueType],
+        reuse: Vec<Vec<Value>>,
     ) -> Result<Vec<Vec<Value>>, StoreError> {
-        if let Some(r) = self.try_inline_read(sql, params, types) {
+        if let Some(r) = self.try_inline_read(sql, params, types, reuse) {
             return r;
         }
         self.query(sql, params, types).await
     }
 
+    /// The point read on this thread, decoded into `reuse`'s rows (see `exec::Conn::query_point_into`);
+    /// `None` when it must go to the connection's thread.
     fn try_inline_read(
         &self,
         sql: &str,
         params: &[Value],
         types: &[ValueType],
+        reuse: Vec<Vec<Value>>,
     ) -> Option<Result<Vec<Vec<Value>>, StoreError>> {
         let current = self.current().ok()?;
         let worker: &Worker = &current;
@@ -596,10 +600,16 @@ impl Conn {
             check_types(st.column_count(), types)?;
             bind(&mut st, params)?;
             let mut rows = st.raw_query();
-            let mut out = Vec::new();
+            let mut out = reuse;
+            let mut n = 0;
             while let Some(row) = rows.next()? {
-                out.push(decode_row(row, types)?);
+                if n == out.len() {
+                    out.push(Vec::new());
+                }
+                decode_row_into(row, types, &mut out[n])?;
+                n += 1;
             }
+            out.truncate(n);
             Ok(out)
         })();
         worker.deadline.disarm();
