@@ -131,8 +131,12 @@ def cell(value: Optional[float], threshold: float, p99: Tuple[Optional[float], O
     if value is None or math.isnan(value):
         return "-"
     mark = "" if threshold <= 0 else (" ok" if value >= threshold else " MISS")
+    # Two decimals, more where two would print a miss as the threshold itself (0.4997 as 0.50).
+    digits = 2
+    while digits < 4 and value < threshold <= round(value, digits):
+        digits += 1
     shown = [f"{p:.2f}" for p in p99 if p is not None]
-    return f"{value:.2f}{mark}" + (f" (p99 {'/'.join(shown)} ms)" if shown else "")
+    return f"{value:.{digits}f}{mark}" + (f" (p99 {'/'.join(shown)} ms)" if shown else "")
 
 
 def tally(values: List[Optional[float]], threshold: float) -> str:

@@ -116,6 +116,13 @@ def test_each_ratio_divides_figures_of_its_own_round() -> None:
     assert row(text, FLAGGED, "SOAP bulkget / TCP bulkget")[0] == "1.10 ok (p99 180.00/160.00 ms)"
 
 
+def test_a_near_miss_is_not_printed_as_the_threshold() -> None:
+    assert goals_table.cell(0.4997, 0.5, (None, None)) == "0.4997 MISS"
+    assert goals_table.cell(0.4951, 0.5, (None, None)) == "0.495 MISS"
+    assert goals_table.cell(0.5, 0.5, (None, None)) == "0.50 ok"
+    assert goals_table.cell(0.4949, 0.5, (1.0, None)) == "0.49 MISS (p99 1.00 ms)"
+
+
 def test_a_point_missing_from_a_round_is_not_counted() -> None:
     # Round 2 has no SOAP point: a dash, and the tally counts the one round that has it.
     assert row(table(), "/b/old", "SOAP get / TCP get, PostgreSQL") == [

@@ -33,7 +33,8 @@ fn goals_table_pytest() {
         .output()
         .expect("run pytest");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary = stdout.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("no tests"));
+    let summary =
+        stdout.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("no tests"));
     // pytest exits 5 when it ran no test: any non-zero exit fails, and so does a run with no pass.
     let passed = out.status.success() && summary.is_some_and(|s| s.contains(" passed") && !s.contains("failed"));
     assert!(passed, "pytest failed ({}):\n{stdout}{}", out.status, String::from_utf8_lossy(&out.stderr));
