@@ -6,22 +6,12 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+#[path = "common/python.rs"]
+mod python;
+use python::repo;
 
 fn python() -> PathBuf {
-    let py = std::env::var_os("ARDACAT_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/interop-venv/bin/python"));
-    let ok = Command::new(&py).args(["-c", "import pytest, mypy"]).status().is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "{} must have pytest and mypy (tests/run-all.sh installs them into target/interop-venv, or set \
-         ARDACAT_PYTHON)",
-        py.display()
-    );
-    py
+    python::python_with(&["pytest", "mypy"])
 }
 
 #[test]

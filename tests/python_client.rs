@@ -8,26 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+#[path = "common/python.rs"]
+mod python;
+use python::repo;
 
 fn python() -> PathBuf {
-    let py = std::env::var_os("ARDACAT_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/interop-venv/bin/python"));
-    let ok = Command::new(&py)
-        .args(["-c", "import pytest, cryptography, mypy, setuptools, wheel"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "{} must have pytest, cryptography, mypy, setuptools and wheel (tests/run-all.sh installs them into \
-         target/interop-venv, or set ARDACAT_PYTHON)",
-        py.display()
-    );
-    py
+    python::python_with(&["pytest", "cryptography", "mypy", "setuptools", "wheel"])
 }
 
 /// `pip install ./client/python` into a scratch directory; returns it (for PYTHONPATH).
