@@ -22,28 +22,17 @@ fn goals_table_pytest() {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("run pytest");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary =
-        stdout.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("no tests"));
-    // pytest exits 5 when it ran no test: any non-zero exit fails, and so does a run with no pass.
-    let passed = out.status.success() && summary.is_some_and(|s| s.contains(" passed") && !s.contains("failed"));
-    assert!(passed, "pytest failed ({}):\n{stdout}{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        python::pytest_passed(&out).is_some(),
+        "pytest failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn goals_table_mypy_strict() {
     let bench = repo().join("bench");
-    let out = Command::new(python())
-        .args(["-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null"])
-        .arg(bench.join("goals_table.py"))
-        .arg(bench.join("test_goals_table.py"))
-        .env("MYPYPATH", &bench)
-        .output()
-        .expect("run mypy");
-    assert!(
-        out.status.success(),
-        "mypy --strict failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python::assert_mypy_strict(&python(), &bench, &[bench.join("goals_table.py"), bench.join("test_goals_table.py")]);
 }

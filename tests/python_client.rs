@@ -47,13 +47,14 @@ fn pytest(backend: &str) {
         .env("ARDACAT_TEST_BACKEND", backend)
         .output()
         .expect("run pytest");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let summary =
-        stdout.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("no tests"));
-    // pytest exits 5 when it ran no test: any non-zero exit fails, and so does a run with no pass.
-    let passed = out.status.success() && summary.is_some_and(|s| s.contains(" passed") && !s.contains("failed"));
-    assert!(passed, "pytest on {backend} failed ({}):\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}", out.status);
+    let summary = python::pytest_passed(&out);
+    assert!(
+        summary.is_some(),
+        "pytest on {backend} failed ({}):\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     eprintln!("python client on {backend}: {}", summary.unwrap_or_default());
 }
 
@@ -69,21 +70,8 @@ fn pytest_postgres() {
 
 #[test]
 fn mypy_strict() {
-    let py = python();
     let base = repo().join("client/python");
-    let out = Command::new(&py)
-        .args(["-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null"])
-        .arg(base.join("src/ardacat"))
-        .arg(base.join("examples/jobs.py"))
-        // The tests are Python code of the project too: typed like the package.
-        .arg(base.join("tests"))
-        .env("MYPYPATH", base.join("src"))
-        .output()
-        .expect("run mypy");
-    assert!(
-        out.status.success(),
-        "mypy --strict failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The tests are Python code of the project too: typed like the package.
+    let paths = [base.join("src/ardacat"), base.join("examples/jobs.py"), base.join("tests")];
+    python::assert_mypy_strict(&python(), &base.join("src"), &paths);
 }

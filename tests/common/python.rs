@@ -25,3 +25,28 @@ pub fn python_with(modules: &[&str]) -> PathBuf {
     );
     py
 }
+
+/// `mypy --strict` over `paths` (with `mypypath` for imports), as a test's assertion.
+pub fn assert_mypy_strict(py: &std::path::Path, mypypath: &std::path::Path, paths: &[PathBuf]) {
+    let out = Command::new(py)
+        .args(["-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null"])
+        .args(paths)
+        .env("MYPYPATH", mypypath)
+        .output()
+        .expect("run mypy");
+    assert!(
+        out.status.success(),
+        "mypy --strict failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// pytest's summary line of a run's output, if the run passed: a zero exit (pytest exits 5 when
+/// it ran no test) and a summary with passes and no failure.
+pub fn pytest_passed(out: &std::process::Output) -> Option<String> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary =
+        stdout.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("no tests"))?;
+    (out.status.success() && summary.contains(" passed") && !summary.contains("failed")).then(|| summary.to_owned())
+}
