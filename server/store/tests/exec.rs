@@ -319,7 +319,8 @@ async fn rebinding_postgres() {
 
 /// A point read decoded into old rows (`query_point_into`, what a `get` does with the rows of
 /// the one before) reads exactly what a fresh one reads: every old value overwritten, whatever
-/// its kind, shorter and longer rows, fewer and more rows, none; a decode error stays an error.
+/// its kind, shorter and longer rows, fewer and more rows, none; a decode error stays an error;
+/// and a text value is read into the old text's buffer.
 async fn point_reads_into_old_rows(db: Db) {
     let mut c = db.acquire().await.unwrap();
     c.execute_batch(create_rt(&db)).await.unwrap();
@@ -352,6 +353,16 @@ async fn point_reads_into_old_rows(db: Db) {
         assert_eq!(again, fresh, "{statement} with {id}, into its own rows");
     }
     assert_eq!(c.query_point(&by_ids, &[Value::Int(2)], &ALL_TYPES).await.unwrap(), rt_rows()[1..].to_vec());
+    // The point of it: a text read into an old text value is written into that value's buffer.
+    let text_at = |rows: &[Vec<Value>]| match &rows[0][3] {
+        Value::Text(t) => t.as_ptr(),
+        other => panic!("not a text: {other:?}"),
+    };
+    let first = c.query_point(&by_id, &[Value::Int(1)], &ALL_TYPES).await.unwrap();
+    let buffer = text_at(&first);
+    let next = c.query_point_into(&by_id, &[Value::Int(3)], &ALL_TYPES, first).await.unwrap();
+    assert_eq!(next, rt_rows()[2..3].to_vec());
+    assert_eq!(text_at(&next), buffer, "the old text's buffer was not reused");
     let e = c.query_point_into(&by_id, &[Value::Int(1)], &[ValueType::Int; 6], old()).await.unwrap_err();
     assert!(matches!(e, StoreError::Decode { column: 2, .. }), "{e:?}");
 }
