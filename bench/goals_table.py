@@ -95,6 +95,7 @@ def parse(lines: TextIO) -> Run:
 @dataclass(frozen=True)
 class Goal:
     name: str
+    # What the ratio must reach; 0: a ratio reported without a goal (the 60-column reference).
     threshold: float
     # The ratio's numerator and denominator in a round for a build (None: not in this run).
     numerator: Callable[[Round, str], Optional[Figure]]
