@@ -6,7 +6,7 @@
 //! Submodules: `expo` writes the exposition format (HELP/TYPE, grouping, label escaping),
 //! `process` reads the process metrics from /proc, `page` renders the whole `/metrics` page.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::fmt::Write;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -23,7 +23,7 @@ pub use dump::in_restore;
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::mem::take;
 use std::sync::LazyLock;
 
@@ -109,7 +109,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
 
 /// Lowercase name or alias → command.
 static REGISTRY: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
-    let mut map = HashMap::new();
+    let mut map = HashMap::default();
     for spec in all() {
         for name in std::iter::once(&spec.name).chain(spec.aliases) {
             let old = map.insert(*name, spec);

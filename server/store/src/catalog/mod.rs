@@ -35,7 +35,7 @@ use ardacat_core::store::{
 };
 use ardacat_core::types::{AttrType, Value, ValueType};
 use chrono::Utc;
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
