@@ -141,8 +141,10 @@ pub(super) async fn command_loop<R, W>(
         let mut reply = Reply::new(&mut writer, state.escape, &mut scratch);
         let mut cancelled = false;
         let result = {
-            let exec = run_line(&shared, &mut state, &line, &mut reply).instrument(span.clone());
-            tokio::pin!(exec);
+            // Pinned where it is made, then instrumented through the pin: wrapping first and
+            // pinning after moved the command's whole future twice (two `memcpy`s of its state).
+            let pinned = std::pin::pin!(run_line(&shared, &mut state, &line, &mut reply));
+            let mut exec = pinned.instrument(span.clone());
             loop {
                 tokio::select! {
                     r = &mut exec => break r,
