@@ -6,7 +6,12 @@
 //! What it has no shortcut for — the message, errors, `r#` names, any field while colours are on —
 //! it hands to `DefaultFields`' own visitor, so the text stays that crate's. It owns no other
 //! part of a line (time, level, spans, target: tracing-subscriber's `Format`).
+//!
+//! Without colours the fields are written into a buffer kept by the thread and handed on in one
+//! piece: a span's fields go into a new `String` of the span's, which grew from nothing by
+//! doubling, four or five reallocations for every request's span.
 
+use std::cell::Cell;
 use std::fmt;
 
 use tracing::field::{Field, Visit};
@@ -19,11 +24,37 @@ use tracing_subscriber::fmt::format::{DefaultVisitor, Writer};
 pub struct PlainFields;
 
 impl<'w> FormatFields<'w> for PlainFields {
-    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
-        let mut visitor = PlainVisitor { writer, is_empty: true, result: Ok(()) };
-        fields.record(&mut visitor);
-        visitor.result
+    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
+        // A `Writer` over the buffer is one without colours that sanitizes escapes: the same
+        // text only when the real one is such a writer too.
+        if writer.has_ansi_escapes() || !writer.sanitizes_ansi_escapes() {
+            return write_fields(writer, fields);
+        }
+        let mut buf = FIELDS_BUFFER.try_with(Cell::take).unwrap_or_default();
+        buf.clear();
+        let written = write_fields(Writer::new(&mut buf), fields);
+        let result = written.and_then(|()| writer.write_str(&buf));
+        if buf.capacity() <= KEEP_FIELDS_BUFFER {
+            // Fails only while the thread is exiting; the buffer is then simply freed.
+            let _ = FIELDS_BUFFER.try_with(|b| b.set(buf));
+        }
+        result
     }
+}
+
+thread_local! {
+    /// The thread's buffer for the fields it is writing, kept between events and spans; fields
+    /// written while others are (a value whose `Debug` logs) get a new one.
+    static FIELDS_BUFFER: Cell<String> = const { Cell::new(String::new()) };
+}
+
+/// Fields longer than this do not keep their buffer for the thread's next ones.
+const KEEP_FIELDS_BUFFER: usize = 4096;
+
+fn write_fields<R: RecordFields>(writer: Writer<'_>, fields: R) -> fmt::Result {
+    let mut visitor = PlainVisitor { writer, is_empty: true, result: Ok(()) };
+    fields.record(&mut visitor);
+    visitor.result
 }
 
 struct PlainVisitor<'w> {
@@ -96,6 +127,13 @@ impl Visit for PlainVisitor<'_> {
         self.integer(field, value);
     }
 
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        match self.plain_name(field) {
+            Some(name) => self.field(name, |w| write_f64(w, value)),
+            None => self.delegate(field, |d| d.record_f64(field, value)),
+        }
+    }
+
     fn record_bool(&mut self, field: &Field, value: bool) {
         match self.plain_name(field) {
             Some(name) => self.field(name, |w| w.write_str(if value { "true" } else { "false" })),
@@ -113,6 +151,36 @@ impl Visit for PlainVisitor<'_> {
             None => self.delegate(field, |d| d.record_debug(field, value)),
         }
     }
+}
+
+/// Thousandths up to this many are written from their digits by [`write_f64`]: below it a
+/// float's spacing is far finer than a thousandth (2^-13 at 10^12), see there.
+const MAX_THOUSANDTHS: f64 = 1e15;
+
+/// `{:?}` of a float. A whole number of thousandths (every request's `duration_ms`: microseconds
+/// over 1000) is written from its integer digits, `core`'s shortest-digits algorithm took a
+/// thousand instructions; anything else goes through `Debug`.
+///
+/// Why that is the same text: `value` is `m / 1000` correctly rounded (checked below, with `m`
+/// exact in a float), so the decimal `m / 1000` reads back as `value`; a decimal with fewer
+/// significant digits is at least a thousandth away from it, more than a float's spacing below
+/// [`MAX_THOUSANDTHS`], so it reads back as another float; and `Debug` writes a float of at
+/// least 1e-4 and below 1e16 without an exponent, ending in `.0` when it is whole.
+fn write_f64(w: &mut Writer<'_>, value: f64) -> fmt::Result {
+    let thousandths = (value * 1e3).round();
+    if !(value.is_sign_positive() && thousandths <= MAX_THOUSANDTHS && thousandths / 1e3 == value) {
+        return write!(w, "{value:?}");
+    }
+    // Exact: a whole number of at most 10^15 (below 2^53).
+    let m = thousandths as u64;
+    w.write_str(itoa::Buffer::new().format(m / 1000))?;
+    let fraction = m % 1000;
+    if fraction == 0 {
+        return w.write_str(".0");
+    }
+    let digits = [b'.', b'0' + (fraction / 100) as u8, b'0' + (fraction / 10 % 10) as u8, b'0' + (fraction % 10) as u8];
+    let used = 4 - digits[1..].iter().rev().take_while(|&&d| d == b'0').count();
+    w.write_str(std::str::from_utf8(&digits[..used]).expect("ASCII digits"))
 }
 
 /// `{:?}` of a string: quoted, escaped as Rust's `Debug` escapes. Printable ASCII other than `"`
@@ -241,7 +309,60 @@ mod tests {
         }
     }
 
+    fn debug_of(value: f64) -> String {
+        let mut out = String::new();
+        write_f64(&mut Writer::new(&mut out), value).unwrap();
+        out
+    }
+
+    #[test]
+    fn floats_are_written_as_debug_writes_them() {
+        let edges = [
+            0.0,
+            -0.0,
+            0.001,
+            0.036,
+            0.1,
+            1.0,
+            1.5,
+            12.345,
+            999.999,
+            1e12,
+            1e12 + 0.001,
+            1e15,
+            1e16,
+            1e-4,
+            1e-5,
+            0.0005,
+            0.1 + 0.2,
+            1.0 / 3.0,
+            -1.5,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ];
+        for value in edges {
+            assert_eq!(debug_of(value), format!("{value:?}"), "{value:e}");
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn durations_are_written_as_debug_writes_them(micros in 0u64..=4_000_000_000_000_000) {
+            // As `duration_ms` makes them, over the whole range the shortcut takes and past it.
+            let value = micros as f64 / 1e3;
+            proptest::prop_assert_eq!(debug_of(value), format!("{value:?}"));
+        }
+
+        #[test]
+        fn any_float_is_written_as_debug_writes_it(bits in proptest::num::u64::ANY, small in 0u32..1_000_000) {
+            for value in [f64::from_bits(bits), f64::from(small) / 1e3 + 1e-9, f64::from(small) / 100.0] {
+                proptest::prop_assert_eq!(debug_of(value), format!("{value:?}"));
+            }
+        }
+
         #[test]
         fn any_text_is_written_as_default_fields_writes_it(text in "\\PC*|[ -~\"\\\\]*") {
             proptest::prop_assert_eq!(format_with(PlainFields, false, &text), format_with(DefaultFields::new(), false, &text));

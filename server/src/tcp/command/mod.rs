@@ -21,9 +21,9 @@ mod transactions;
 
 pub use dump::in_restore;
 
+use foldhash::HashMap;
 use std::borrow::Cow;
 use std::cell::Cell;
-use foldhash::HashMap;
 use std::mem::take;
 use std::sync::LazyLock;
 

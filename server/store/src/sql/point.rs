@@ -281,7 +281,11 @@ mod tests {
                 assert_eq!(cache.compile(d, &plan, Some(id)), plain(compile_select(d, &plan)), "{d:?} {name}");
             }
             assert_eq!(cache.templates.len(), 1, "one shape, one template");
-            assert_eq!(cache.shapes, HashMap::from_iter([(first, 0), (second, 0)]), "the second id found by comparison");
+            assert_eq!(
+                cache.shapes,
+                HashMap::from_iter([(first, 0), (second, 0)]),
+                "the second id found by comparison"
+            );
             // The id is trusted: a plan of another shape under a known id gets that id's
             // statement (which is why the service gives an id only to plans equal but for the name).
             let other = get_plan("e6", &alice, 3);
