@@ -36,7 +36,10 @@ pub const EOT: u8 = 0x04;
 /// Cancel: an abort request from the client, or an inline abort notice from the server.
 pub const CAN: u8 = 0x18;
 
-pub use codec::{ClientCodec, ClientFrame, ClientPiece, DEFAULT_MAX_LINE, Field, ReplyFrame, ReplyPiece, ServerCodec};
+pub use codec::{
+    ClientCodec, ClientFrame, ClientPiece, DEFAULT_MAX_LINE, Field, FieldWriter, ReplyFrame, ReplyPiece, ServerCodec,
+    WriteRow,
+};
 pub use error::{LineFault, ProtoError};
 pub use escape::{
     EscapeError, NULL_TOKEN, encode_value, escape_value, needs_escape, plain_value, unescape_arg, unescape_value,

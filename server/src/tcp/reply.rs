@@ -4,7 +4,7 @@
 
 use ardacat_core::service::{WireRow, WireScratch, WireText};
 use ardacat_core::{Error, RowSink};
-use ardacat_proto::{Field, ProtoError, ReplyPiece, ServerCodec, encode_value};
+use ardacat_proto::{Field, FieldWriter, ProtoError, ReplyPiece, ServerCodec, WriteRow, encode_value};
 use futures::SinkExt;
 use tokio::io::AsyncWrite;
 use tokio_util::codec::FramedWrite;
@@ -72,7 +72,8 @@ impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
     pub async fn finish(mut self, session: Option<u64>) -> Result<(), Error> {
         self.ok().await?;
         self.feed(ReplyPiece::End { session }).await?;
-        self.out.flush().await.map_err(io_err)
+        // The writer takes pieces and rows (`WriteRow`); either flushes the one buffer.
+        SinkExt::<ReplyPiece<'_>>::flush(self.out).await.map_err(io_err)
     }
 
     /// End a failed reply: an error status if nothing was sent yet, else an inline CAN.
@@ -86,7 +87,7 @@ impl<'a, W: AsyncWrite + Unpin + Send> Reply<'a, W> {
             self.feed(ReplyPiece::error(code, msg)).await?;
         }
         self.feed(ReplyPiece::End { session }).await?;
-        self.out.flush().await.map_err(io_err)
+        SinkExt::<ReplyPiece<'_>>::flush(self.out).await.map_err(io_err)
     }
 }
 
@@ -118,16 +119,19 @@ impl<W: AsyncWrite + Unpin + Send> RowSink for Reply<'_, W> {
     /// buffer: no `String` per value.
     async fn wire_row(&mut self, row: WireRow<'_>) -> Result<(), Error> {
         self.ok().await?;
-        let fields: Vec<Field<'_>> = row
-            .texts(self.scratch)
-            .map(|t| match t {
-                WireText::Null => Field::Null,
-                WireText::Text(s) => Field::Text(s),
-                WireText::Formatted(s) => Field::Plain(s),
+        // Each value goes from the row (or the scratch buffer, once formatted) straight into
+        // the write buffer: no list of the row's fields is made first.
+        let scratch = &mut *self.scratch;
+        let write = |w: &mut FieldWriter<'_>| {
+            row.for_each_text(scratch, |t| {
+                w.field(match t {
+                    WireText::Null => Field::Null,
+                    WireText::Text(s) => Field::Text(s),
+                    WireText::Formatted(s) => Field::Plain(s),
+                })
             })
-            .collect();
-        let r = self.out.feed(ReplyPiece::Fields { fields: &fields, escape: self.escape }).await;
-        drop(fields);
+        };
+        let r = self.out.feed(WriteRow { escape: self.escape, write }).await;
         self.fed(r)
     }
 }

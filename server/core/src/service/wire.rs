@@ -127,6 +127,36 @@ impl WireRow<'_> {
     }
 }
 
+impl WireRow<'_> {
+    /// Gives `f` each column's wire text in order, the texts of [`texts`](Self::texts), and
+    /// stops at its first error. A formatted text lives in `scratch` only until `f` returns, so
+    /// a writer that copies each text on (the TCP reply) needs no list of the row's texts.
+    pub fn for_each_text<E>(
+        &self,
+        scratch: &mut WireScratch,
+        mut f: impl FnMut(WireText<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (v, &is_perms) in self.values.iter().zip(self.perms) {
+            match (v, is_perms) {
+                (Value::Null, _) => f(WireText::Null)?,
+                (Value::Text(s), _) => f(WireText::Text(s))?,
+                (Value::Int(i), false) => f(WireText::Formatted(itoa::Buffer::new().format(*i)))?,
+                (Value::Int(bits), true) => {
+                    scratch.text.clear();
+                    let _ = write!(scratch.text, "{}", mode(*bits));
+                    f(WireText::Formatted(&scratch.text))?;
+                }
+                (v, _) => {
+                    scratch.text.clear();
+                    v.push_wire(&mut scratch.text);
+                    f(WireText::Formatted(&scratch.text))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +186,13 @@ mod tests {
             // A row borrowed from a batch gives the same owned texts as an owned row.
             let of_batch = WireRow { values: Cow::Borrowed(&values), perms: &perms }.into_texts();
             assert_eq!(borrowed, of_batch);
+            let mut one_by_one = Vec::new();
+            row.for_each_text(&mut scratch, |t| {
+                one_by_one.push(t.as_str().map(str::to_owned));
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            assert_eq!(one_by_one, borrowed);
             assert_eq!(borrowed, row.into_texts());
         }
         let row = WireRow { values: Cow::Owned(values), perms: &perms };
@@ -165,5 +202,13 @@ mod tests {
         assert_eq!(kinds[2], WireText::Formatted("rwxr-xr--"));
         assert_eq!(kinds[6], WireText::Formatted("2026-12-02 13:05:09.000250"));
         assert_eq!(kinds.len(), 8);
+        // The kinds are the same one by one, and an error stops the walk where it happened.
+        let mut seen = Vec::new();
+        let stopped = row.for_each_text(&mut WireScratch::default(), |t| {
+            seen.push(format!("{t:?}"));
+            if seen.len() == 3 { Err(seen.len()) } else { Ok(()) }
+        });
+        assert_eq!(stopped, Err(3));
+        assert_eq!(seen, kinds[..3].iter().map(|t| format!("{t:?}")).collect::<Vec<_>>());
     }
 }

@@ -10,7 +10,7 @@ mod client;
 mod server;
 
 pub use client::{ClientCodec, ClientPiece, ReplyFrame};
-pub use server::{ClientFrame, Field, ReplyPiece, ServerCodec};
+pub use server::{ClientFrame, Field, FieldWriter, ReplyPiece, ServerCodec, WriteRow};
 
 use bytes::{BufMut, BytesMut};
 

@@ -153,18 +153,45 @@ fn put_fields<'a>(
     fields: impl Iterator<Item = Field<'a>> + Clone,
     escape: bool,
 ) -> Result<(), ProtoError> {
-    let start = dst.len();
     dst.reserve(fields.clone().map(|f| field_text(f).map_or(3, |s| s.len() + 1)).sum());
-    for field in fields {
+    put_row(dst, escape, |w| fields.into_iter().try_for_each(|f| w.field(f)))
+}
+
+/// Runs `write` over a [`FieldWriter`] on `dst`; if it fails, `dst` is left as it was.
+fn put_row(
+    dst: &mut BytesMut,
+    escape: bool,
+    write: impl FnOnce(&mut FieldWriter<'_>) -> Result<(), ProtoError>,
+) -> Result<(), ProtoError> {
+    let start = dst.len();
+    let result = write(&mut FieldWriter { dst, escape });
+    if result.is_err() {
+        dst.truncate(start);
+    }
+    result
+}
+
+/// Writes the fields of one row, one line each, into the write buffer (see [`WriteRow`]).
+pub struct FieldWriter<'b> {
+    dst: &'b mut BytesMut,
+    escape: bool,
+}
+
+impl FieldWriter<'_> {
+    /// One field's line, encoded for the peer as [`ReplyPiece::Values`] says. A value a plain
+    /// peer cannot receive is an [`ProtoError::UnframeableLine`]; the encoder then drops the row.
+    #[inline]
+    pub fn field(&mut self, field: Field<'_>) -> Result<(), ProtoError> {
+        let dst = &mut *self.dst;
         match field {
-            Field::Null if escape => dst.put_slice(NULL_TOKEN.as_bytes()),
+            Field::Null if self.escape => dst.put_slice(NULL_TOKEN.as_bytes()),
             Field::Null => {}
             Field::Plain(s) => {
                 debug_assert!(is_plain(s, true), "formatted text {s:?} needs escaping");
                 dst.put_slice(s.as_bytes());
             }
-            Field::Text(s) if is_plain(s, escape) => dst.put_slice(s.as_bytes()),
-            Field::Text(s) if escape => {
+            Field::Text(s) if is_plain(s, self.escape) => dst.put_slice(s.as_bytes()),
+            Field::Text(s) if self.escape => {
                 if s.bytes().any(|b| b == b'\\' || is_framing_byte(b)) {
                     dst.put_slice(escape_value(Some(s)).as_bytes());
                 } else {
@@ -173,15 +200,33 @@ fn put_fields<'a>(
             }
             Field::Text(s) => {
                 if let Some(offset) = first_framing_byte(s) {
-                    dst.truncate(start);
                     return Err(ProtoError::UnframeableLine { offset });
                 }
                 dst.put_slice(s.as_bytes());
             }
         }
         dst.put_u8(b'\n');
+        Ok(())
     }
-    Ok(())
+}
+
+/// A data row that `write` puts into the write buffer field by field ([`FieldWriter::field`]):
+/// the lines of [`ReplyPiece::Fields`], without first collecting the row's fields in a list.
+/// All or nothing, as there: if `write` fails, nothing of the row is written.
+pub struct WriteRow<F> {
+    pub escape: bool,
+    pub write: F,
+}
+
+impl<F> Encoder<WriteRow<F>> for ServerCodec
+where
+    F: FnOnce(&mut FieldWriter<'_>) -> Result<(), ProtoError>,
+{
+    type Error = ProtoError;
+
+    fn encode(&mut self, row: WriteRow<F>, dst: &mut BytesMut) -> Result<(), ProtoError> {
+        put_row(dst, row.escape, row.write)
+    }
 }
 
 fn field_text(f: Field<'_>) -> Option<&str> {
@@ -513,6 +558,14 @@ mod tests {
             let r2 = codec.encode(ReplyPiece::Fields { fields: &fields, escape }, &mut borrowed);
             prop_assert_eq!(r2.is_ok(), each_ok);
             prop_assert_eq!(&borrowed[..], &one[..]);
+            // So does a row written field by field, after what the buffer already holds: a
+            // refused row leaves that as it was.
+            let mut written = BytesMut::from(&b"0\n"[..]);
+            let write = |w: &mut FieldWriter<'_>| fields.iter().try_for_each(|f| w.field(*f));
+            let r3 = codec.encode(WriteRow { escape, write }, &mut written);
+            prop_assert_eq!(r3.is_ok(), each_ok);
+            prop_assert_eq!(&written[..2], b"0\n");
+            prop_assert_eq!(&written[2..], &one[..]);
         }
 
         /// The eight-bytes-a-step scan agrees with a byte-by-byte one wherever the odd byte sits.
