@@ -166,7 +166,7 @@ const MAX_THOUSANDTHS: f64 = 1e15;
 /// significant digits is at least a thousandth away from it, more than a float's spacing below
 /// [`MAX_THOUSANDTHS`], so it reads back as another float; and `Debug` writes a float of at
 /// least 1e-4 and below 1e16 without an exponent, ending in `.0` when it is whole.
-fn write_f64(w: &mut Writer<'_>, value: f64) -> fmt::Result {
+pub(super) fn write_f64(w: &mut Writer<'_>, value: f64) -> fmt::Result {
     let thousandths = (value * 1e3).round();
     if !(value.is_sign_positive() && thousandths <= MAX_THOUSANDTHS && thousandths / 1e3 == value) {
         return write!(w, "{value:?}");
@@ -185,7 +185,7 @@ fn write_f64(w: &mut Writer<'_>, value: f64) -> fmt::Result {
 
 /// `{:?}` of a string: quoted, escaped as Rust's `Debug` escapes. Printable ASCII other than `"`
 /// and `\` is written as it is (what `Debug` does with it); anything else goes through `Debug`.
-fn write_quoted(w: &mut Writer<'_>, value: &str) -> fmt::Result {
+pub(super) fn write_quoted(w: &mut Writer<'_>, value: &str) -> fmt::Result {
     if value.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') {
         w.write_char('"')?;
         w.write_str(value)?;
