@@ -7,7 +7,8 @@
 # file, then per DIR starts the server under `valgrind --tool=callgrind`, runs a one-attribute
 # `getattr` (so the first statements are prepared and the page cache warm), zeroes the counters
 # (`callgrind_control -z`), streams `getattr /bench a0 … a59` with the CLI, dumps the counters
-# (`callgrind_control -d`) and prints their total and the md5 of the output.
+# (`callgrind_control -d`) and prints their total and the md5 of the output. KEEP=PREFIX keeps each
+# DIR's callgrind file as PREFIX.<dir name> for callgrind_annotate.
 set -euo pipefail
 work=$(mktemp -d); server=
 trap '[ -n "$server" ] && kill $server 2>/dev/null; rm -rf $work' EXIT
@@ -35,5 +36,6 @@ for dir in "$@"; do
   callgrind_control -d $server >/dev/null 2>&1
   total=$(callgrind_annotate $work/cg.$server.1 2>/dev/null | grep -m1 'PROGRAM TOTALS' | awk '{print $1}')
   echo "$(date -u +%T) $dir $total instructions, output md5 $sum"
+  [[ -n ${KEEP:-} ]] && cp $work/cg.$server.1 "$KEEP.$(basename $dir)"
   stop
 done
