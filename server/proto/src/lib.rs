@@ -6,7 +6,8 @@
 //!
 //! 1. [`codec`] — tokio-util `Decoder`/`Encoder`s. [`ServerCodec`] turns client bytes into lines
 //!    and out-of-band cancels and writes reply pieces (status, data, `EOT [session<id>] EOT`,
-//!    inline `CAN`); [`ClientCodec`] is its mirror image. Both bound line length and never panic on
+//!    inline `CAN`) — a row either as one [`ReplyPiece`] or as a [`WriteRow`] whose fields go
+//!    into the write buffer one by one; [`ClientCodec`] is its mirror image. Both bound line length and never panic on
 //!    input. Per-line faults (NUL, bad UTF-8) come back as frames so the connection can carry on;
 //!    only framing failures are `Err` ([`ProtoError`]).
 //! 2. [`handshake`] — the three greeting lines, the client's option block (`plain`, `ssl`,
@@ -22,7 +23,7 @@
 //! [`ClientOptions::expects_ok`] → TLS if asked → lines into [`LoginParser`] if
 //! [`ClientOptions::expects_login`] → then per line: [`tokenize_args`] (or [`tokenize_escaped`];
 //! both borrow the line where they can, [`fn@tokenize`] copies every argument) and answer with
-//! `Status`/`Error`, `Data`…, `End`.
+//! `Status`/`Error`, `Data`… (or rows), `End`.
 
 pub mod codec;
 pub mod error;
