@@ -12,7 +12,7 @@
 //! Text lines' fields are written by [`PlainFields`] and every timestamp by [`UtcMicros`]: the
 //! bytes tracing-subscriber's own would write, at a fraction of the cost on each request. The
 //! request line itself, in text without colours and outside any span (TCP and SOAP write it
-//! after the request's span has closed), is written here directly in the same bytes
+//! once the request has left its span), is written here directly in the same bytes
 //! ([`RequestLine::emit`]): going through tracing's event formatting was a fifteenth of a `get`.
 //!
 //! Lines reach stderr through a shared buffer ([`LineQueue`]): a request thread formats its

@@ -81,12 +81,13 @@ pub fn tokenize_args(line: &str) -> Result<Vec<Cow<'_, str>>, TokenizeError> {
 /// argument, and `memchr` per separator forty: arguments here are a few bytes long.
 fn split_unquoted<'a>(line: &'a str, args: &mut Vec<Cow<'a, str>>) {
     let bytes = line.as_bytes();
+    // Where the current argument starts; a separator at `end` closes it (if it has a byte).
     let mut start = 0;
-    let mut push_until = |end: usize, start: &mut usize| {
-        if end > *start {
-            args.push(Cow::Borrowed(&line[*start..end]));
+    let mut push_until = |end: usize| {
+        if end > start {
+            args.push(Cow::Borrowed(&line[start..end]));
         }
-        *start = end + 1;
+        start = end + 1;
     };
     let mut chunks = bytes.chunks_exact(8);
     let mut base = 0;
@@ -94,17 +95,17 @@ fn split_unquoted<'a>(line: &'a str, args: &mut Vec<Cow<'a, str>>) {
         let word = u64::from_le_bytes(chunk.try_into().expect("chunks of eight bytes"));
         let mut separators = bytes_equal(word, b' ') | bytes_equal(word, b'\t');
         while separators != 0 {
-            push_until(base + separators.trailing_zeros() as usize / 8, &mut start);
+            push_until(base + separators.trailing_zeros() as usize / 8);
             separators &= separators - 1;
         }
         base += 8;
     }
     for (i, &b) in chunks.remainder().iter().enumerate() {
         if matches!(b, b' ' | b'\t') {
-            push_until(base + i, &mut start);
+            push_until(base + i);
         }
     }
-    push_until(bytes.len(), &mut start);
+    push_until(bytes.len());
 }
 
 /// The bytes of `word` (eight, little-endian) that equal `byte`, as the top bit of each. Exact:
@@ -118,7 +119,7 @@ fn bytes_equal(word: u64, byte: u8) -> u64 {
     !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
-/// Where the bare text starting at `from` ends: at the next separator or quote, or the end.
+/// Where the bare text starting at `at` ends: at the next separator or quote, or the end.
 #[inline]
 fn bare_end(bytes: &[u8], mut at: usize) -> usize {
     while at < bytes.len() && !matches!(bytes[at], b' ' | b'\t' | b'\'') {
@@ -127,7 +128,7 @@ fn bare_end(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// The argument that starts at `start` with bare text up to the quote at `quote`: quoted
+/// The argument that starts at `start` with bare text up to the quote at `at`: quoted
 /// sections, each maybe followed by more bare text, until a separator or the end of the line.
 /// Returns it and where it ended.
 fn quoted_arg(line: &str, start: usize, mut at: usize) -> Result<(String, usize), TokenizeError> {

@@ -125,9 +125,7 @@ impl WireRow<'_> {
             }
         })
     }
-}
 
-impl WireRow<'_> {
     /// Gives `f` each column's wire text in order, the texts of [`texts`](Self::texts), and
     /// stops at its first error. A formatted text lives in `scratch` only until `f` returns, so
     /// a writer that copies each text on (the TCP reply) needs no list of the row's texts.
