@@ -453,6 +453,23 @@ fn keyset_after(b: &mut Builder, keys: &[Key], after: &[Value]) -> String {
 
 /// `SELECT <columns>, <keys> FROM e.. AS t0, … WHERE … ORDER BY <keys> [LIMIT n]`.
 pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
+    compile_select_in(d, plan, None)
+}
+
+/// [`compile_select`] of a plan that names one entry of table 0 exactly (its only name
+/// pattern, without wildcards), reading the entries named `names` instead: its name condition
+/// becomes `t0.file IN (…)`, one bound parameter per name, in order. Several point reads of one
+/// shape answered by one statement (`sql::point`). `None` if the plan does not name one entry.
+pub fn compile_select_names(d: Dialect, plan: &SelectPlan, names: &[String]) -> Option<Compiled> {
+    match plan.name_patterns.as_slice() {
+        [(0, pattern)] if !names.is_empty() && literal_of_like(pattern).is_some() => {
+            Some(compile_select_in(d, plan, Some(names)))
+        }
+        _ => None,
+    }
+}
+
+fn compile_select_in(d: Dialect, plan: &SelectPlan, names: Option<&[String]>) -> Compiled {
     let mut b = Builder::new(d);
     let keys = plan.order_keys();
     let mut select_list = Vec::new();
@@ -468,7 +485,16 @@ pub fn compile_select(d: Dialect, plan: &SelectPlan) -> Compiled {
     select_list.extend(key_sql.iter().map(|(s, _, _, _)| s.clone()));
     let from: Vec<String> =
         plan.tables.iter().enumerate().map(|(i, id)| format!("{} AS t{i}", table_name(*id))).collect();
-    let mut conds = b.conditions(plan.filter.as_ref(), &plan.name_patterns);
+    let mut conds = match names {
+        Some(names) => {
+            let list: Vec<String> =
+                names.iter().map(|n| b.sub(&Expr::Ref(Term::Const(Value::Text(n.clone()), ValueType::Text)))).collect();
+            let mut conds = vec![format!("{}.file IN ({})", b.alias(0), list.join(", "))];
+            conds.extend(b.conditions(plan.filter.as_ref(), &[]));
+            conds
+        }
+        None => b.conditions(plan.filter.as_ref(), &plan.name_patterns),
+    };
     if let Some(access) = &plan.access {
         for (i, id) in plan.tables.iter().enumerate() {
             conds.extend(b.access(i, *id, access));

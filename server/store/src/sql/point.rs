@@ -12,6 +12,11 @@
 //! column lists and orders, no filter, no keyset, no grouping (no literals, whose floats compare
 //! `0.0 == -0.0`).
 //!
+//! On PostgreSQL a template also carries a [`PointBatch`]: the statements that answer several
+//! point reads of the template at once (`t0.file IN (…)`, from [`compile_select_names`]), found
+//! and checked the same way (sentinel names, every other parameter equal), for the executor's
+//! point-read lane (`exec::lane`) to run when reads of one template queue up.
+//!
 //! A plan that comes with a [`ShapeId`] finds its template by the id alone once the id has been
 //! seen (the service promises equal plans for one id), skipping the comparison of its sixty
 //! columns; the first plan of an id is compared as any other.
@@ -19,13 +24,13 @@
 use foldhash::HashMap;
 use std::sync::Arc;
 
-use ardacat_core::query::Term;
 use ardacat_core::query::ast::{Expr, OrderItem};
+use ardacat_core::query::{Column, Term};
 use ardacat_core::store::{SelectPlan, ShapeId};
 use ardacat_core::types::{Value, ValueType};
 
 use super::Dialect;
-use super::compile::{Compiled, compile_select, literal_of_like};
+use super::compile::{Compiled, compile_select, compile_select_names, literal_of_like};
 
 /// Templates kept at most; past it the cache starts again (a miss costs one compilation).
 pub const MAX_TEMPLATES: usize = 256;
@@ -35,6 +40,13 @@ pub const MAX_SHAPES: usize = 4096;
 
 const SENTINELS: [&str; 2] = ["ardacat point sentinel one", "ardacat point sentinel two"];
 
+/// Names one batch statement reads at most, and the sizes its statements come in: a batch of
+/// `n` names runs the statement of the smallest size ≥ `n`, its last name repeated in the slots
+/// left over (so a template has five statements, not thirty-two).
+pub const BATCH_SIZES: [usize; 5] = [2, 4, 8, 16, 32];
+/// The largest of [`BATCH_SIZES`].
+pub const MAX_BATCH: usize = 32;
+
 /// A compiled point read with the entry name's parameter slots open.
 #[derive(Debug)]
 struct Template {
@@ -43,14 +55,69 @@ struct Template {
     params: Vec<Value>,
     name_slots: Vec<usize>,
     types: Vec<ValueType>,
+    batch: Option<Arc<PointBatch>>,
 }
 
 /// A point read ready to run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct PointSql {
     pub sql: Arc<str>,
     pub params: Vec<Value>,
     pub types: Vec<ValueType>,
+    /// How this read may be answered together with others of its template (PostgreSQL; not on
+    /// the first read of a template, which makes it).
+    pub batch: Option<Batchable>,
+}
+
+/// A point read's place in a batch: its template's statements and its entry's name.
+#[derive(Debug, Clone)]
+pub struct Batchable {
+    pub family: Arc<PointBatch>,
+    pub name: String,
+}
+
+/// The statements reading several entries of one template by name (module docs). Rows come
+/// back with the template's columns and types; a row's entry name is its value at
+/// [`PointBatch::name_column`], and a name has one row at most (names are unique in a table).
+#[derive(Debug)]
+pub struct PointBatch {
+    /// Unique in the process (a new template gets a new id): the lane groups reads by it.
+    pub id: u64,
+    /// Where a row carries its entry's name (the order key `t0.file`).
+    pub name_column: usize,
+    pub types: Vec<ValueType>,
+    /// One per size of [`BATCH_SIZES`], in that order.
+    statements: Vec<BatchStatement>,
+}
+
+#[derive(Debug)]
+struct BatchStatement {
+    sql: Arc<str>,
+    params: Vec<Value>,
+    /// The parameters that carry the names, in the order of the names.
+    slots: Vec<usize>,
+}
+
+impl PointBatch {
+    /// The statement reading `names` (2 to [`MAX_BATCH`] of them): its text and parameters.
+    pub fn statement(&self, names: &[&str]) -> (Arc<str>, Vec<Value>) {
+        assert!((2..=MAX_BATCH).contains(&names.len()), "a batch of {} names", names.len());
+        let size = BATCH_SIZES.iter().position(|&k| k >= names.len()).unwrap_or(BATCH_SIZES.len() - 1);
+        let st = &self.statements[size];
+        let mut params = st.params.clone();
+        let last = names[names.len() - 1];
+        for (j, &slot) in st.slots.iter().enumerate() {
+            params[slot] = Value::Text(names.get(j).copied().unwrap_or(last).to_string());
+        }
+        (st.sql.clone(), params)
+    }
+}
+
+impl PartialEq for PointSql {
+    /// The statement and its values; whether it may be batched is not part of what it reads.
+    fn eq(&self, other: &PointSql) -> bool {
+        self.sql == other.sql && self.params == other.params && self.types == other.types
+    }
 }
 
 /// Templates of one store (one dialect).
@@ -81,7 +148,8 @@ impl PointCache {
             for &i in &t.name_slots {
                 params[i] = Value::Text(name.clone());
             }
-            return PointSql { sql: t.sql.clone(), params, types: t.types.clone() };
+            let batch = t.batch.as_ref().map(|family| Batchable { family: family.clone(), name });
+            return PointSql { sql: t.sql.clone(), params, types: t.types.clone(), batch };
         }
         let real = compile_select(d, plan);
         if let Some(t) = template(d, plan, &name, &real) {
@@ -107,7 +175,7 @@ impl PointCache {
 }
 
 fn plain(c: Compiled) -> PointSql {
-    PointSql { sql: c.sql.into(), params: c.params, types: c.types }
+    PointSql { sql: c.sql.into(), params: c.params, types: c.types, batch: None }
 }
 
 /// The entry name of a plan a template may serve: one exact name (no wildcard) on table 0, and
@@ -155,7 +223,56 @@ fn template(d: Dialect, plan: &SelectPlan, name: &str, real: &Compiled) -> Optio
     if name_slots.is_empty() || filled != real.params || a.types != real.types {
         return None;
     }
-    Some(Template { plan: named(plan, ""), sql: a.sql.into(), params: a.params, name_slots, types: a.types })
+    let batch = batch(d, plan, &a.types).map(Arc::new);
+    Some(Template { plan: named(plan, ""), sql: a.sql.into(), params: a.params, name_slots, types: a.types, batch })
+}
+
+/// The batch statements of a template's plan, if its reads may be answered together: on
+/// PostgreSQL (a round trip saved per read; SQLite has none to save), one table, no limit,
+/// offset or `DISTINCT` (which would apply to the batch, not to each name), and the entry name
+/// among the order keys (so each row says whose it is). Each size is checked as the template
+/// is: identical texts for two lists of sentinel names, which differ exactly in one parameter
+/// per name, in order, every other parameter equal, and the template's row types.
+fn batch(d: Dialect, plan: &SelectPlan, types: &[ValueType]) -> Option<PointBatch> {
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if d != Dialect::Postgres
+        || plan.tables.len() != 1
+        || plan.limit.is_some()
+        || plan.offset.is_some()
+        || plan.distinct
+    {
+        return None;
+    }
+    let is_name =
+        |o: &OrderItem<Term>| matches!(o.expr, Expr::Ref(Term::Column { table: 0, column: Column::File, .. }));
+    let name_column = plan.columns.len() + plan.order_keys().iter().position(is_name)?;
+    if types.get(name_column) != Some(&ValueType::Text) {
+        return None;
+    }
+    let mut statements = Vec::with_capacity(BATCH_SIZES.len());
+    for k in BATCH_SIZES {
+        let lists = SENTINELS.map(|s| (0..k).map(|j| format!("{s} {j}")).collect::<Vec<String>>());
+        let a = compile_select_names(d, plan, &lists[0])?;
+        let b = compile_select_names(d, plan, &lists[1])?;
+        if a.sql != b.sql || a.params.len() != b.params.len() || a.types != types {
+            return None;
+        }
+        let mut slots = Vec::with_capacity(k);
+        for (i, (pa, pb)) in a.params.iter().zip(&b.params).enumerate() {
+            let j = slots.len();
+            match (pa, pb) {
+                (Value::Text(x), Value::Text(y)) if j < k && *x == lists[0][j] && *y == lists[1][j] => slots.push(i),
+                (x, y) if x == y => {}
+                _ => return None,
+            }
+        }
+        if slots.len() != k {
+            return None;
+        }
+        statements.push(BatchStatement { sql: a.sql.into(), params: a.params, slots });
+    }
+    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Some(PointBatch { id, name_column, types: types.to_vec(), statements })
 }
 
 /// Every field equal, the name pattern's table included, its text aside.
@@ -313,5 +430,43 @@ mod tests {
         let plan = get_plan("e2", &alice, 2);
         assert_eq!(cache.compile(Dialect::Sqlite, &plan, Some(ids[0])), plain(compile_select(Dialect::Sqlite, &plan)));
         assert_eq!(cache.shapes.get(&ids[0]), Some(&0));
+    }
+
+    fn texts(params: &[Value]) -> Vec<String> {
+        params.iter().filter_map(|p| if let Value::Text(t) = p { Some(t.clone()) } else { None }).collect()
+    }
+
+    #[test]
+    fn batch_statements_read_the_names_given_in_order() {
+        let alice = user("alice", &["atlas", "cms"]);
+        let mut cache = PointCache::default();
+        cache.compile(Dialect::Postgres, &get_plan("e1", &alice, 2), None);
+        let read = cache.compile(Dialect::Postgres, &get_plan("e2", &alice, 2), None);
+        let batch = read.batch.expect("a PostgreSQL point read of one table is batchable");
+        assert_eq!(batch.name, "e2");
+        assert_eq!(batch.family.name_column, 3, "three columns, then the name as the order key");
+        for n in 2..=MAX_BATCH {
+            let names: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let (sql, params) = batch.family.statement(&refs);
+            let size = BATCH_SIZES.into_iter().find(|&k| k >= n).unwrap();
+            // Exactly what the compiler gives for the list padded with the last name.
+            let mut padded = names.clone();
+            padded.resize(size, names[n - 1].clone());
+            let want = compile_select_names(Dialect::Postgres, &get_plan("e1", &alice, 2), &padded).unwrap();
+            assert_eq!((&*sql, &params), (want.sql.as_str(), &want.params), "{n} names");
+            assert_eq!(&texts(&params)[..size], &padded[..]);
+        }
+        // SQLite, a pattern, a limit: no batch.
+        let mut sqlite = PointCache::default();
+        for _ in 0..2 {
+            assert!(sqlite.compile(Dialect::Sqlite, &get_plan("e1", &alice, 2), None).batch.is_none());
+        }
+        let mut limited = get_plan("e1", &alice, 2);
+        limited.limit = Some(1);
+        for _ in 0..2 {
+            assert!(cache.compile(Dialect::Postgres, &limited, None).batch.is_none());
+            assert!(cache.compile(Dialect::Postgres, &get_plan("e*", &alice, 2), None).batch.is_none());
+        }
     }
 }

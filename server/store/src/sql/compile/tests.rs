@@ -245,3 +245,45 @@ fn insert_rows() {
     assert!(sql.starts_with("INSERT INTO e3 (file, owner, grp, perms, created, modified, a2) VALUES ($1::text"));
     assert!(sql.ends_with("$14::int8)"));
 }
+
+/// A select of several names is the select of one with its name condition widened to a list:
+/// same columns, same permission predicate, same parameters but the names; a plan that does not
+/// name one entry exactly has none.
+#[test]
+fn select_of_names_widens_only_the_name_condition() {
+    let who = ardacat_core::perm::Principal { user: "alice".into(), groups: vec!["atlas".into()], may_sudo: false };
+    let mut p = SelectPlan::of_collection(
+        7,
+        vec![col(0, Column::File, ValueType::Text), col(0, Column::Attr(3), ValueType::Int)],
+        vec![ValueType::Text, ValueType::Int],
+        ardacat_core::store::EntryAccess::new(&who, vec![4]),
+    );
+    p.name_patterns = vec![(0, "e1".into())];
+    p.order_by = vec![OrderItem { expr: col(0, Column::File, ValueType::Text), descending: false }];
+    for d in [Dialect::Sqlite, Dialect::Postgres] {
+        let one = compile_select(d, &p);
+        let names: Vec<String> = ["e1", "e'2", "e%3"].map(String::from).to_vec();
+        let many = compile_select_names(d, &p, &names).expect("one exact name");
+        let ph = |i: usize| if d == Dialect::Postgres { format!("${i}") } else { format!("?{i}") };
+        // A name's placeholder (PostgreSQL casts it).
+        let nph = |i: usize| if d == Dialect::Postgres { format!("${i}::text") } else { format!("?{i}") };
+        // The name is the first parameter of both; the list's others shift the rest by two.
+        assert!(one.sql.contains(&format!("t0.file = {}", nph(1))), "{}", one.sql);
+        let mut shifted = one.sql.clone();
+        for i in (2..=one.params.len()).rev() {
+            shifted = shifted.replace(&ph(i), &ph(i + 2));
+        }
+        let list = format!("t0.file IN ({}, {}, {})", nph(1), nph(2), nph(3));
+        let shifted = shifted.replace(&format!("t0.file = {}", nph(1)), &list);
+        assert_eq!(many.sql, shifted, "{d:?}");
+        assert!(many.sql.contains("entry_acls"), "the permission predicate stays: {}", many.sql);
+        let texts: Vec<Value> = names.iter().map(|n| Value::Text(n.clone())).collect();
+        assert_eq!(many.params[..3], texts[..]);
+        assert_eq!(many.params[3..], one.params[1..]);
+        assert_eq!(many.types, one.types);
+    }
+    let mut pattern = p.clone();
+    pattern.name_patterns = vec![(0, "e%".into())];
+    assert!(compile_select_names(Dialect::Postgres, &pattern, &["a".into()]).is_none());
+    assert!(compile_select_names(Dialect::Postgres, &p, &[]).is_none());
+}
