@@ -141,6 +141,11 @@ pub struct DbOptions {
     /// docs/benchmarks.md). Another process — the `sqlite3` shell, a second server — cannot
     /// read or write the file meanwhile.
     pub sqlite_exclusive: bool,
+    /// PostgreSQL: point reads (a `get` of one entry) of one shape run at most this many
+    /// statements at once; the reads that arrive meanwhile are answered together by the next
+    /// one (`t0.file IN (…)`, up to 32 names: `catalog::point_lane`). 0: every point read runs
+    /// its own statement. SQLite reads alone (no round trip to save).
+    pub point_reads_in_flight: usize,
 }
 
 impl Default for DbOptions {
@@ -153,9 +158,13 @@ impl Default for DbOptions {
             statement_timeout: Duration::ZERO,
             sqlite_cache_kib: 16 * 1024,
             sqlite_exclusive: false,
+            point_reads_in_flight: DEFAULT_POINT_READS_IN_FLIGHT,
         }
     }
 }
+
+/// [`DbOptions::point_reads_in_flight`] by default.
+pub const DEFAULT_POINT_READS_IN_FLIGHT: usize = 2;
 
 impl DbOptions {
     /// `pool_size` with `0` replaced by the backend's default.
@@ -222,6 +231,7 @@ impl Drop for Waiter<'_> {
 pub struct Db {
     inner: DbInner,
     queue: Arc<AcquireCounters>,
+    point_reads_in_flight: usize,
 }
 
 #[derive(Clone)]
@@ -245,6 +255,7 @@ impl Db {
     /// - `postgres://…` / `postgresql://…`: a PostgreSQL server; one connection is made at once
     ///   so that a bad URL or an unreachable server fails here.
     pub async fn open(url: &str, opts: DbOptions) -> Result<Db, StoreError> {
+        let point_reads_in_flight = opts.point_reads_in_flight;
         let inner = if let Some(rest) = url.strip_prefix("sqlite:") {
             let rest = rest.strip_prefix("//").unwrap_or(rest);
             if rest.is_empty() {
@@ -260,7 +271,7 @@ impl Db {
                 redact(url)
             )));
         };
-        Ok(Db { inner, queue: Arc::default() })
+        Ok(Db { inner, queue: Arc::default(), point_reads_in_flight })
     }
 
     pub fn backend(&self) -> Backend {
@@ -268,6 +279,11 @@ impl Db {
             DbInner::Sqlite(_) => Backend::Sqlite,
             DbInner::Postgres(_) => Backend::Postgres,
         }
+    }
+
+    /// [`DbOptions::point_reads_in_flight`] as opened.
+    pub fn point_reads_in_flight(&self) -> usize {
+        self.point_reads_in_flight
     }
 
     /// The PostgreSQL pool of the one `LISTEN` connection, apart from the statement pool;
@@ -402,6 +418,42 @@ impl Conn {
         match self.inner {
             ConnInner::Sqlite(_) => Backend::Sqlite,
             ConnInner::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// PostgreSQL, outside a transaction, with nothing unread and no session state: the
+    /// database connection goes back to the pool now and the next statement takes one again
+    /// (a point read about to wait for others' statement: `catalog::point_lane`). Otherwise, and
+    /// on SQLite, nothing happens.
+    pub fn release(&mut self) {
+        if let ConnInner::Postgres(c) = &mut self.inner
+            && !self.tx_failed
+            && self.savepoints == 0
+        {
+            c.release();
+        }
+    }
+
+    /// Under [`Conn::release`]'s conditions: this connection's database connection moved into a
+    /// new `Conn`, this one taking another at its next statement; else `None`.
+    pub fn hand_over(&mut self) -> Option<Conn> {
+        match &mut self.inner {
+            ConnInner::Postgres(c) if !self.tx_failed && self.savepoints == 0 => {
+                Some(Conn { inner: ConnInner::Postgres(c.hand_over()?), tx_failed: false, savepoints: 0 })
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes `other`'s database connection (from [`Conn::hand_over`]) in place of this one's,
+    /// which goes back to the pool. Where this one cannot give its own back, `other` is dropped
+    /// (its connection goes back instead).
+    pub fn take_over(&mut self, other: Conn) {
+        if let (ConnInner::Postgres(c), ConnInner::Postgres(o)) = (&mut self.inner, other.inner)
+            && !self.tx_failed
+            && self.savepoints == 0
+        {
+            c.take_over(o);
         }
     }
 

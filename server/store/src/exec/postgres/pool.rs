@@ -14,6 +14,10 @@
 //! use has just answered a statement. sqlx's pool remains the
 //! connection factory (connect options, `after_connect`); each new connection is detached from
 //! it at once, and the number of connections is bounded here by one semaphore permit each.
+//!
+//! A `Conn` may also give its connection back early or hand it to another `Conn` (a point read
+//! waiting in, or leading, `catalog::point_lane`'s queue): `Conn::release`, `hand_over`,
+//! `take_over` below.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,7 +26,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Connection, PgConnection, PgPool, Postgres};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::Statements;
+use super::{Conn, Statements};
 use crate::error::StoreError;
 use crate::exec::PoolStats;
 
@@ -122,5 +126,47 @@ impl Slots {
             let _ = conn.close().await;
         }
         self.factory.close().await;
+    }
+}
+
+impl Conn {
+    /// Outside a transaction, with nothing unread and no session state: the database connection
+    /// goes back to the pool now (the next statement takes one again). Otherwise nothing happens.
+    pub(crate) fn release(&mut self) {
+        if self.in_tx || self.dirty || self.discard {
+            return;
+        }
+        if let Some(live) = self.conn.take() {
+            self.slots.give_back(live, std::mem::take(&mut self.failed));
+        }
+    }
+
+    /// Under [`Conn::release`]'s conditions: this `Conn`'s database connection moved into a new
+    /// `Conn` (this one takes another at its next statement).
+    /// A connection on which a statement just failed is not handed over (it may be broken,
+    /// and would fail the next leader's statement for all its reads): the pool pings it first.
+    pub(crate) fn hand_over(&mut self) -> Option<Conn> {
+        if self.in_tx || self.dirty || self.discard || self.failed {
+            return None;
+        }
+        let live = self.conn.take()?;
+        Some(Conn {
+            conn: Some(live),
+            slots: self.slots.clone(),
+            in_tx: false,
+            dirty: false,
+            discard: false,
+            failed: false,
+        })
+    }
+
+    /// Takes `other`'s database connection in place of this one's, which goes back to the pool
+    /// (when this `Conn` holds one it may not give back, `other`'s goes back instead).
+    pub(crate) fn take_over(&mut self, mut other: Conn) {
+        self.release();
+        if self.conn.is_none() && !self.in_tx {
+            self.conn = other.conn.take();
+            self.failed = other.failed;
+        }
     }
 }
