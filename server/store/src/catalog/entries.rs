@@ -1,6 +1,7 @@
 //! Entry rows: insert, update, delete from compiled plans, entry metadata and streaming
 //! selects. Must not resolve names or check permissions (the core plans); SQL from `sql`.
 
+use super::point_lane::Run;
 use super::*;
 
 impl SqlConn {
@@ -144,6 +145,15 @@ impl SqlConn {
             self.point_sql.lock().unwrap_or_else(std::sync::PoisonError::into_inner).compile(self.dialect, plan, shape);
         // Into the rows of this thread's last `get`, once written out (`run_select_one`).
         let reuse = ardacat_core::store::spent_rows::take_point();
-        self.conn.query_point_into(&c.sql, &c.params, &c.types, reuse).await.map_err(map_err)
+        // Outside a transaction, reads of one template may be answered together (`point_lane`);
+        // inside one, a read must see the transaction's own writes.
+        let (Some(batch), false) = (&c.batch, self.conn.in_transaction()) else {
+            return self.conn.query_point_into(&c.sql, &c.params, &c.types, reuse).await.map_err(map_err);
+        };
+        let run = async |conn: &mut Conn, run: Run| match run {
+            Run::Own => conn.query_point_into(&c.sql, &c.params, &c.types, reuse).await,
+            Run::Batch { sql, params } => conn.query_point_into(&sql, &params, &batch.family.types, reuse).await,
+        };
+        self.point_lane.read(&batch.family, &batch.name, &mut self.conn, run).await.map_err(map_err)
     }
 }

@@ -15,6 +15,7 @@ mod dump;
 mod entries;
 mod entry_constraints;
 mod indexes;
+mod point_lane;
 mod principals;
 mod replica_sites;
 mod sequences;
@@ -48,6 +49,8 @@ use crate::sql::{
     compile_select, compile_update, constraint_rows, constraints, indexes as index_sql, principals as principal_sql,
     replicas, statements, tables as table_sql,
 };
+pub use point_lane::LaneStats;
+use point_lane::PointLane;
 
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Error {
@@ -136,6 +139,8 @@ pub struct SqlStore {
     /// Point-read SQL per plan shape (`sql::point`): a function of the plan alone, so it needs
     /// no clearing when the schema changes.
     point_sql: Arc<Mutex<PointCache>>,
+    /// Point reads of one template answered together (PostgreSQL; `point_lane`).
+    point_lane: Arc<PointLane<Conn>>,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -146,7 +151,23 @@ impl std::fmt::Debug for SqlStore {
 
 impl SqlStore {
     pub fn new(db: Db) -> Self {
-        SqlStore { db, cache: Arc::default(), feed: Arc::default(), point_sql: Arc::default() }
+        // SQLite reads alone: a statement there costs no round trip, so a batch saves nothing.
+        let limit = match db.backend() {
+            Backend::Postgres => db.point_reads_in_flight(),
+            Backend::Sqlite => 0,
+        };
+        SqlStore {
+            db,
+            cache: Arc::default(),
+            feed: Arc::default(),
+            point_sql: Arc::default(),
+            point_lane: Arc::new(PointLane::new(limit)),
+        }
+    }
+
+    /// The batch statements point reads have run and the reads they answered (`point_lane`).
+    pub fn point_batches(&self) -> LaneStats {
+        self.point_lane.stats()
     }
 
     pub fn db(&self) -> &Db {
@@ -179,6 +200,7 @@ impl Store for SqlStore {
             announce: shared::Announce::Nothing,
             unit: None,
             point_sql: self.point_sql.clone(),
+            point_lane: self.point_lane.clone(),
         })
     }
 
@@ -203,6 +225,7 @@ pub struct SqlConn {
     /// The write unit open on this connection (`StoreConn::begin_unit`), if any.
     unit: Option<Unit>,
     point_sql: Arc<Mutex<PointCache>>,
+    point_lane: Arc<PointLane<Conn>>,
 }
 
 /// How a write unit was opened, hence how it ends.
