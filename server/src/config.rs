@@ -131,6 +131,10 @@ pub struct Config {
     /// Milliseconds a request waits for a free database connection before it fails with code 19
     /// (SOAP fault code 19).
     pub db_acquire_timeout_ms: u64,
+    /// PostgreSQL: point reads (`get` of one entry) of one shape run at most this many
+    /// statements at once; those arriving meanwhile are answered together by the next one.
+    /// 0: each runs its own statement (docs/operations.md).
+    pub db_point_reads_in_flight: usize,
 
     // ---- site replicas forwarding writes: issue #14 item 4 (`crate::tcp::forward`) ----
     /// On a PostgreSQL standby: the primary's ardacat (`host:port` of its TCP port) that writes
@@ -208,6 +212,7 @@ impl Default for Config {
             http_body_min_rate: 500,
             http_idle_timeout_ms: 60_000,
             db_acquire_timeout_ms: 10_000,
+            db_point_reads_in_flight: ardacat_store::exec::DEFAULT_POINT_READS_IN_FLIGHT,
             primary: None,
             primary_login: None,
             primary_ssl: false,
@@ -322,6 +327,9 @@ pub struct Flags {
     /// Milliseconds a request waits for a free database connection (then code 19).
     #[arg(long, env = "ARDACAT_DB_ACQUIRE_TIMEOUT_MS")]
     pub db_acquire_timeout_ms: Option<u64>,
+    /// PostgreSQL: point reads of one shape running at once before the rest are batched (0: never).
+    #[arg(long, env = "ARDACAT_DB_POINT_READS_IN_FLIGHT")]
+    pub db_point_reads_in_flight: Option<usize>,
     #[command(flatten)]
     pub primary: PrimaryFlags,
 }
@@ -430,6 +438,9 @@ impl Config {
         }
         if let Some(v) = flags.http_idle_timeout_ms {
             c.http_idle_timeout_ms = v;
+        }
+        if let Some(v) = flags.db_point_reads_in_flight {
+            c.db_point_reads_in_flight = v;
         }
         if let Some(v) = flags.db_acquire_timeout_ms {
             c.db_acquire_timeout_ms = v;

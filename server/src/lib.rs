@@ -92,6 +92,7 @@ pub async fn open(config: &Config, root_password: Option<String>) -> Result<(Cat
         statement_timeout: Duration::from_secs(config.query_timeout_secs),
         acquire_timeout: Duration::from_millis(config.db_acquire_timeout_ms.max(1)),
         sqlite_exclusive: config.sqlite_exclusive,
+        point_reads_in_flight: config.db_point_reads_in_flight,
         ..DbOptions::default()
     };
     let db = Db::open(&config.database, opts).await?;

@@ -159,6 +159,15 @@ impl Shared {
                 queue.timeouts,
             ),
         ]);
+        let batches = self.catalogue.store().point_batches();
+        out.extend([
+            Sample::counter(
+                "db_point_batches_total",
+                "Statements that answered several point reads at once (PostgreSQL, db_point_reads_in_flight).",
+                batches.batches,
+            ),
+            Sample::counter("db_point_batched_reads_total", "Point reads answered by those statements.", batches.reads),
+        ]);
         out.extend(PlanSource::ALL.map(|source| {
             Sample::counter(
                 "getattr_plans_total",
