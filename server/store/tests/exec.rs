@@ -1710,3 +1710,51 @@ async fn a_thread_gets_back_its_own_connection_sqlite() {
 async fn a_thread_gets_back_its_own_connection_postgres() {
     on_pg(small_opts(), |db, _| a_thread_gets_back_its_own_connection(db)).await;
 }
+
+/// A PostgreSQL `Conn` gives its connection back early (`release`) or moves it to another `Conn`
+/// (`hand_over` / `take_over`: the point lane's waiting reads and leads) only when that changes
+/// nothing a statement could see: never inside a transaction, never after a failed statement
+/// (handed over; released, the pool pings it first); SQLite's stay where they are.
+#[tokio::test]
+async fn pg_connections_move_between_conns_only_when_clean() {
+    on_pg(DbOptions { pool_size: 2, ..small_opts() }, |db, _| async move {
+        let pid = "SELECT pg_backend_pid()::int8";
+        let in_use = |db: &Db| db.pool_stats().in_use;
+        let mut a = db.acquire().await.unwrap();
+        let first = a.query(pid, &[], &[ValueType::Int]).await.unwrap();
+        assert_eq!(in_use(&db), 1);
+        a.release();
+        assert_eq!(in_use(&db), 0, "released at once");
+        // The next statement takes a connection again (the same one, the only one idle).
+        assert_eq!(a.query(pid, &[], &[ValueType::Int]).await.unwrap(), first);
+        let mut b = db.acquire().await.unwrap();
+        b.release();
+        let moved = a.hand_over().expect("a clean connection moves");
+        assert_eq!(in_use(&db), 1, "moved, not given back");
+        b.take_over(moved);
+        assert_eq!(b.query(pid, &[], &[ValueType::Int]).await.unwrap(), first, "b runs on a's connection");
+        assert!(a.hand_over().is_none(), "a holds none now");
+        // Inside a transaction nothing moves.
+        b.begin().await.unwrap();
+        b.release();
+        assert!(b.hand_over().is_none());
+        assert_eq!(in_use(&db), 1);
+        assert_eq!(b.query(pid, &[], &[ValueType::Int]).await.unwrap(), first, "still the transaction's");
+        b.rollback().await.unwrap();
+        // After a failed statement it is not handed on.
+        assert!(b.query("SELECT 1/0", &[], &[ValueType::Int]).await.is_err());
+        assert!(b.hand_over().is_none());
+        drop((a, b));
+        assert_eq!(in_use(&db), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sqlite_connections_do_not_move() {
+    let db = Db::open("sqlite::memory:", small_opts()).await.unwrap();
+    let mut a = db.acquire().await.unwrap();
+    a.release();
+    assert_eq!(db.pool_stats().in_use, 1);
+    assert!(a.hand_over().is_none());
+}

@@ -14,8 +14,8 @@
 //!
 //! On PostgreSQL a template also carries a [`PointBatch`]: the statements that answer several
 //! point reads of the template at once (`t0.file IN (…)`, from [`compile_select_names`]), found
-//! and checked the same way (sentinel names, every other parameter equal), for the executor's
-//! point-read lane (`exec::lane`) to run when reads of one template queue up.
+//! and checked the same way (sentinel names, every other parameter equal), for the store's
+//! point lane (`catalog::point_lane`) to run when reads of one template queue up.
 //!
 //! A plan that comes with a [`ShapeId`] finds its template by the id alone once the id has been
 //! seen (the service promises equal plans for one id), skipping the comparison of its sixty
@@ -45,7 +45,7 @@ const SENTINELS: [&str; 2] = ["ardacat point sentinel one", "ardacat point senti
 /// left over (so a template has five statements, not thirty-two).
 pub const BATCH_SIZES: [usize; 5] = [2, 4, 8, 16, 32];
 /// The largest of [`BATCH_SIZES`].
-pub const MAX_BATCH: usize = 32;
+pub const MAX_BATCH: usize = BATCH_SIZES[BATCH_SIZES.len() - 1];
 
 /// A compiled point read with the entry name's parameter slots open.
 #[derive(Debug)]
