@@ -54,6 +54,10 @@ fn on_path(tool: &str) -> bool {
 /// Makes `present()` true by installing Debian `packages` (after an `apt-get update` if the first
 /// try fails), or fails the test naming `what`.
 fn ensure_debian(what: &str, packages: &[&str], present: fn() -> bool) {
+    // One apt-get at a time: this binary's tests run in parallel, and a second apt-get fails
+    // on dpkg's lock while the first holds it (seen on a fresh machine run without run-all.sh).
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _apt = APT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if present() {
         return;
     }
