@@ -150,13 +150,13 @@ pub async fn session_for(
     let (user, password) = match basic_credentials(headers) {
         None if subject.is_some() && shared.tls.is_some() => {
             let creds = Credentials::Certificate { subject, claimed: "" };
-            return auth::authenticate(shared, Via::Soap, peer, creds)
+            return Box::pin(auth::authenticate(shared, Via::Soap, peer, creds))
                 .await
                 .map(Login::session)
                 .map_err(AuthFailure::from);
         }
         None if shared.config.allow_anonymous => {
-            let p = cat.principal("anonymous").await.unwrap_or_else(|_| auth::anonymous());
+            let p = Box::pin(cat.principal("anonymous")).await.unwrap_or_else(|_| auth::anonymous());
             return Ok(Session::new(p));
         }
         None => return Err(AuthFailure::Missing),
@@ -166,22 +166,15 @@ pub async fn session_for(
     let key = digest(&user, &password);
     let epoch = cat.auth_epoch();
     if let Some((p, fresh)) = cache.get(&key, epoch, cat.auth_recheck()) {
-        let mut s = Session::new(p).with_auth_epoch(epoch);
-        if !fresh {
-            // Changes by other processes sharing the database: re-read the groups.
-            match cat.refresh(&mut s).await {
-                Ok(()) => cache.renew(&key, s.principal.clone(), epoch),
-                Err(Error::PermissionDenied(_)) => {
-                    cache.forget_user(&user);
-                    return Err(AuthFailure::Denied);
-                }
-                Err(e) => return Err(AuthFailure::Internal(e)),
-            }
+        let s = Session::new(p).with_auth_epoch(epoch);
+        if fresh {
+            return Ok(s);
         }
-        return Ok(s);
+        // Changes by other processes sharing the database: re-read the groups.
+        return Box::pin(refreshed(cat, cache, &key, &user, s, epoch)).await;
     }
     let creds = Credentials::Password { user: &user, password: Some(&password) };
-    match auth::authenticate(shared, Via::Soap, peer, creds).await {
+    match Box::pin(auth::authenticate(shared, Via::Soap, peer, creds)).await {
         Ok(login) => {
             cache.put(key, login.principal.clone(), login.epoch);
             Ok(login.session())
@@ -192,6 +185,30 @@ pub async fn session_for(
             }
             Err(e.into())
         }
+    }
+}
+
+/// `s` with its principal's groups read again, and the cache renewed. Apart from
+/// [`session_for`], and boxed there like every await of its that is not taken on a cache hit:
+/// a session held across an await would make every request's future larger by its size.
+async fn refreshed(
+    cat: &Cat,
+    cache: &AuthCache,
+    key: &[u8; 32],
+    user: &str,
+    mut s: Session<crate::Store>,
+    epoch: u64,
+) -> Result<Session<crate::Store>, AuthFailure> {
+    match cat.refresh(&mut s).await {
+        Ok(()) => {
+            cache.renew(key, s.principal.clone(), epoch);
+            Ok(s)
+        }
+        Err(Error::PermissionDenied(_)) => {
+            cache.forget_user(user);
+            Err(AuthFailure::Denied)
+        }
+        Err(e) => Err(AuthFailure::Internal(e)),
     }
 }
 

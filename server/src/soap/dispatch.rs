@@ -110,17 +110,30 @@ pub async fn dispatch(
     cat: Cat,
     cfg: &Config,
     lists: &AttributeLists,
-    s: Sess,
+    s: Box<Sess>,
     version: SoapVersion,
     req: Request,
 ) -> Result<Output, Failure> {
-    let req = match req {
+    match req {
         Request::GetAttributes { entry_names, attribute_names } => {
             let asked = (!attribute_names.is_empty()).then(|| lists.get(&attribute_names));
-            return get_attributes(cat, s, version, entry_names, asked).await;
+            get_attributes(cat, s, version, entry_names, asked).await
         }
-        other => other,
-    };
+        // Boxed: the other operations' futures together are kilobytes, which would otherwise be
+        // part of every request's future (getAttributes' too) and copied with it when the HTTP
+        // layers box and move it (docs/benchmarks.md, round 23).
+        other => Box::pin(operation(cat, cfg, s, version, other)).await,
+    }
+}
+
+/// Every operation but `getAttributes`: one catalogue call, one complete response.
+async fn operation(
+    cat: Cat,
+    cfg: &Config,
+    s: Box<Sess>,
+    version: SoapVersion,
+    req: Request,
+) -> Result<Output, Failure> {
     let mut s = s;
     let s = &mut s;
     let cat = &cat;
@@ -445,11 +458,29 @@ impl RowSink for EntrySink<'_> {
 
 async fn get_attributes(
     cat: Cat,
-    s: Sess,
+    s: Box<Sess>,
     version: SoapVersion,
     entry_names: Vec<String>,
     asked: Option<Arc<AttributeList>>,
 ) -> Result<Output, Failure> {
+    match spawn_stream(cat, s, version, entry_names, asked).await {
+        Ok(Start::Done(Ok(bytes))) => Ok(Output::Complete(bytes)),
+        Ok(Start::Done(Err(e))) => Err(e),
+        Ok(Start::Streaming(body)) => Ok(Output::Streaming(body)),
+        Err(_) => Err(Error::Internal("getAttributes task ended without an answer".into()).into()),
+    }
+}
+
+/// Starts the task that writes the response; it says how the response starts. A plain function,
+/// so that the task's future is built and handed to the runtime here and takes no room in the
+/// request's future (an `async fn` keeps a slot for it across its await).
+fn spawn_stream(
+    cat: Cat,
+    s: Box<Sess>,
+    version: SoapVersion,
+    entry_names: Vec<String>,
+    asked: Option<Arc<AttributeList>>,
+) -> oneshot::Receiver<Start> {
     let (start_tx, start_rx) = oneshot::channel();
     // The streaming task counts rows for the request's log line and logs in its span.
     let rows = crate::logging::rows_handle().unwrap_or_default();
@@ -460,12 +491,7 @@ async fn get_attributes(
         out.finish(r).await;
     };
     tokio::spawn(crate::logging::with_rows(rows, task).instrument(tracing::Span::current()));
-    match start_rx.await {
-        Ok(Start::Done(Ok(bytes))) => Ok(Output::Complete(bytes)),
-        Ok(Start::Done(Err(e))) => Err(e),
-        Ok(Start::Streaming(body)) => Ok(Output::Streaming(body)),
-        Err(_) => Err(Error::Internal("getAttributes task ended without an answer".into()).into()),
-    }
+    start_rx
 }
 
 async fn stream_entries(
