@@ -292,8 +292,9 @@ async fn post_soap(State(st): State<Arc<SoapState>>, req: Request) -> Response {
         operation = tracing::field::Empty,
     );
     let rows = Arc::new(AtomicU64::new(0));
-    // Boxed: the request's 8 KB future would otherwise be copied whole each time the layers above
-    // (tower's boxing of the handler among them) move this one.
+    // Boxed: the request's future (about 1 KB, see `a_request_future_stays_small`) would otherwise
+    // be copied whole each time the layers above (tower's boxing of the handler among them) move
+    // this one.
     let response = crate::logging::with_rows(rows.clone(), Box::pin(handle_soap(st, req, &mut line)))
         .instrument(span.clone())
         .await;
@@ -408,7 +409,7 @@ mod tests {
     }
 
     /// Every SOAP request's future is boxed and moved by the HTTP layers, each time copied whole:
-    /// it was 18 KB while it held every operation's future and the session inline (round 23 of
+    /// it was 8 KB while it held every operation's future and the session inline (round 23 of
     /// docs/benchmarks.md). Growing past the bound means something large is held across an
     /// await again.
     #[test]
