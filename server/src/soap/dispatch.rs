@@ -126,7 +126,7 @@ pub async fn dispatch(
     }
 }
 
-/// Every operation but `getAttributes`: one catalogue call, one complete response.
+/// Every operation but `getAttributes`, each answered with one complete response.
 async fn operation(
     cat: Cat,
     cfg: &Config,
