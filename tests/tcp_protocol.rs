@@ -1066,4 +1066,20 @@ async fn repeated_getattr_follows_every_change(b: Backend) {
     // Root's plan of the same shape reads everything; bob's still does not.
     ok(&mut root, "getattr /g/e2 n", &["e2", "2"]).await;
     err(&mut bob, "getattr /g/e2 n", 4).await;
+
+    // A line whose list is the previous line's text takes its parsed names (`tcp/command/repeat.rs`);
+    // lines that only look alike are parsed, and each answers for its own pattern and names (`s`
+    // is the integer attribute made above: 5 on e1, NULL on e2).
+    ok(&mut root, "getattr /g/e1 n s", &["e1", "1", "5"]).await;
+    ok(&mut root, "getattr /g/e2 n s", &["e2", "2", ""]).await;
+    ok(&mut root, "getattr '/g/e1' n s", &["e1", "1", "5"]).await;
+    ok(&mut root, "getattr /g/e2\tn s", &["e2", "2", ""]).await;
+    ok(&mut root, "getattr /g/e1 n s ", &["e1", "1", "5"]).await;
+    ok(&mut root, "getattr /g/e2 n s ", &["e2", "2", ""]).await;
+    ok(&mut root, "getattr /g/e2 n 's'", &["e2", "2", ""]).await;
+    ok(&mut root, "getattr /g/e2 n", &["e2", "2"]).await;
+    err(&mut root, "getattr /g/e2 'n", 3).await;
+    ok(&mut root, "getattr /g/e1 n", &["e1", "1"]).await;
+    err(&mut root, "getattr /g/nope n", 1).await;
+    ok(&mut root, "getattr /h/e1 n", &["e1", "9"]).await;
 }

@@ -240,6 +240,33 @@ fn first_word(line: &str) -> &str {
     line.split_whitespace().next().unwrap_or("")
 }
 
+/// A command line (not native SQL) as a command.
+fn parse(shared: &Shared, line: &str, escape: bool) -> Result<Command, Error> {
+    // With `escape`, `\N` is NULL: the parser learns which arguments were, and only a value may be.
+    // Arguments borrow the line where unquoting changed nothing.
+    let (mut args, nulls): (Vec<Arg<'_>>, Vec<bool>) = if escape {
+        tokenize_escaped(line)
+            .map_err(|e| Error::IllegalCommand(e.to_string()))?
+            .into_iter()
+            .map(|a| match a {
+                Some(a) => (a, false),
+                None => (Arg::Borrowed(""), true),
+            })
+            .unzip()
+    } else {
+        (tokenize_args(line).map_err(|e| Error::IllegalCommand(e.to_string()))?, Vec::new())
+    };
+    check_args(shared, args.len())?;
+    Command::parse_escaped(&mut args, &nulls)
+}
+
+fn check_args(shared: &Shared, args: usize) -> Result<(), Error> {
+    if args > shared.config.max_args {
+        return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));
+    }
+    Ok(())
+}
+
 async fn run_line<W: AsyncWrite + Unpin + Send>(
     shared: &Shared,
     st: &mut ConnState,
@@ -252,24 +279,18 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     if sql::is_statement(line) {
         return run_sql(shared, st, line, reply).await;
     }
-    // With `escape`, `\N` is NULL: the parser learns which arguments were, and only a value may be.
-    // Arguments borrow the line where unquoting changed nothing.
-    let (mut args, nulls): (Vec<Arg<'_>>, Vec<bool>) = if st.escape {
-        tokenize_escaped(line)
-            .map_err(|e| Error::IllegalCommand(e.to_string()))?
-            .into_iter()
-            .map(|a| match a {
-                Some(a) => (a, false),
-                None => (Arg::Borrowed(""), true),
-            })
-            .unzip()
-    } else {
-        (tokenize_args(line).map_err(|e| Error::IllegalCommand(e.to_string()))?, Vec::new())
+    let cmd = match st.last_getattr.parse(line, st.escape) {
+        // The previous `getattr`'s list again, for another entry: its names as parsed then.
+        Some((cmd, args)) => {
+            check_args(shared, args)?;
+            cmd
+        }
+        None => {
+            let cmd = parse(shared, line, st.escape)?;
+            st.last_getattr.remember(line, st.escape, &cmd);
+            cmd
+        }
     };
-    if args.len() > shared.config.max_args {
-        return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));
-    }
-    let cmd = Command::parse_escaped(&mut args, &nulls)?;
     // User, group and ACL changes made since the last command apply now (one atomic load when
     // nothing changed).
     shared.catalogue.refresh_if_changed(&mut st.session).await?;

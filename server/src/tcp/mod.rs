@@ -42,11 +42,22 @@ pub struct ConnState {
     /// On a site replica with `--primary`: the session's connection to the primary and what is
     /// open there.
     pub forward: forward::Forwarding,
+    /// The last `getattr`'s attribute list, for a next `getattr` of the same list.
+    pub last_getattr: command::repeat::LastGetattr,
 }
 
 impl ConnState {
     pub fn new(session: Session<crate::Store>, escape: bool, session_id: Option<u64>, peer: SocketAddr) -> Self {
-        ConnState { session, escape, session_id, upload: None, restore: None, peer, forward: Default::default() }
+        ConnState {
+            session,
+            escape,
+            session_id,
+            upload: None,
+            restore: None,
+            peer,
+            forward: Default::default(),
+            last_getattr: Default::default(),
+        }
     }
 
     /// The session id to put in a reply's end marker. A token tells the client it may hang up

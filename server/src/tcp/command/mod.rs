@@ -14,6 +14,7 @@ mod dump;
 mod entries;
 mod namespace;
 mod query;
+pub mod repeat;
 mod replicas;
 mod sequences;
 mod session;
