@@ -1,7 +1,7 @@
 //! A `getattr` whose attribute list is the same text as the connection's previous `getattr`'s
 //! (a job system reading entry after entry asks for the same sixty names each time) takes that
 //! command's parsed list instead of having the line tokenized and the names collected again: the
-//! TCP counterpart of SOAP's differential deserialization. About 7 % of a 60-attribute `get`'s
+//! TCP counterpart of SOAP's differential deserialization. About 8 % of a 60-attribute `get`'s
 //! instructions (docs/benchmarks.md, round 23).
 //!
 //! Owns the comparison and the kept list only. It answers only lines whose parse cannot differ
