@@ -5,7 +5,8 @@
 #   baseline copy and target/release), so one run is also the A/B of two builds.
 # Per BIN_DIR two servers stay up for the whole run: one on a fresh SQLite file and one on a fresh
 # PostgreSQL database (dropped at the end), each loaded once with `ardacat bench --setup --entries 10000`.
-# Each round runs, at 16 connections for S seconds, for every BIN_DIR in turn (scenario by scenario)
+# Each round runs, at 16 connections for S seconds, for every BIN_DIR in turn (scenario by scenario;
+# in the given order in odd rounds, reversed in even ones)
 # TCP `ping`, TCP `get`, SOAP `get`, TCP `bulkget` and SOAP `bulkget` on SQLite, then the PostgreSQL
 # references (bench/pgbench-ref.sh: `pgbench -S -M prepared -c 16 -j 2` at scale 10 and the
 # 60-column variant), then TCP `ping`, TCP `get` and SOAP `get` on PostgreSQL. Every point prints ops/s (bulkget: entries/s) and p99 in ms. Then
@@ -82,6 +83,11 @@ for i in "${!bins[@]}"; do
 done
 for r in $(seq "$rounds"); do
     echo "-- round $r ($(date -u +%T) UTC, load $(cut -d' ' -f1 /proc/loadavg))"
+    # The builds in the given order in odd rounds, reversed in even ones, so that no build always
+    # runs first after the previous scenario (round 23 of docs/benchmarks.md: the first of a pair
+    # ran behind in TCP `bulkget` in two runs while a separate A/B showed no difference).
+    mapfile -t order < <(seq 0 $((${#bins[@]} - 1)))
+    ((r % 2 == 0)) && mapfile -t order < <(seq $((${#bins[@]} - 1)) -1 0)
     # Scenario by scenario, every BIN_DIR in turn: an A/B's points are seconds apart.
     for what in "sqlite ping tcp" "sqlite get tcp" "sqlite get soap" "sqlite bulkget tcp" "sqlite bulkget soap" \
         "postgres ping tcp" "postgres get tcp" "postgres get soap"; do
@@ -89,7 +95,7 @@ for r in $(seq "$rounds"); do
         # The PostgreSQL references right before the PostgreSQL points (the load of a shared
         # machine moves within a round).
         [[ $what == "postgres ping tcp" ]] && bench/pgbench-ref.sh 16 "$secs" "$admin" | sed 's/^/reference /'
-        for i in "${!bins[@]}"; do
+        for i in "${order[@]}"; do
             b=${bins[$i]}; port=$((base + 20 * i)); [[ $backend == postgres ]] && port=$((port + 10))
             point "$b" $port "${specs[$i]} $what" "$scenario" "$protocol"
         done
