@@ -14,7 +14,7 @@ use ardacat_core::service::Names;
 use super::{Cmd, Command, REGISTRY, entries};
 
 /// A list whose text is longer than this is not kept (what a connection holds stays small).
-pub const MAX_KEPT_TAIL: usize = 16 * 1024;
+const MAX_KEPT_TAIL: usize = 16 * 1024;
 
 /// The connection's last `getattr` list, if its line can be compared with the next.
 #[derive(Default)]
