@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use ardacat_core::Error;
 use ardacat_core::query::sql;
 use ardacat_core::service::WireScratch;
-use ardacat_proto::{ClientFrame, ProtoError, ServerCodec, tokenize_args, tokenize_escaped};
+use ardacat_proto::{ClientFrame, ProtoError, ServerCodec};
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant as Deadline;
@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::ConnState;
-use super::command::{self, Arg, Command, Ctx, Outcome};
+use super::command::{self, Command, Ctx, Outcome};
 use super::forward;
 use super::handshake::proto_fault;
 use super::reply::{Reply, Writer};
@@ -240,33 +240,6 @@ fn first_word(line: &str) -> &str {
     line.split_whitespace().next().unwrap_or("")
 }
 
-/// A command line (not native SQL) as a command.
-fn parse(shared: &Shared, line: &str, escape: bool) -> Result<Command, Error> {
-    // With `escape`, `\N` is NULL: the parser learns which arguments were, and only a value may be.
-    // Arguments borrow the line where unquoting changed nothing.
-    let (mut args, nulls): (Vec<Arg<'_>>, Vec<bool>) = if escape {
-        tokenize_escaped(line)
-            .map_err(|e| Error::IllegalCommand(e.to_string()))?
-            .into_iter()
-            .map(|a| match a {
-                Some(a) => (a, false),
-                None => (Arg::Borrowed(""), true),
-            })
-            .unzip()
-    } else {
-        (tokenize_args(line).map_err(|e| Error::IllegalCommand(e.to_string()))?, Vec::new())
-    };
-    check_args(shared, args.len())?;
-    Command::parse_escaped(&mut args, &nulls)
-}
-
-fn check_args(shared: &Shared, args: usize) -> Result<(), Error> {
-    if args > shared.config.max_args {
-        return Err(Error::LimitExceeded(format!("more than {} arguments", shared.config.max_args)));
-    }
-    Ok(())
-}
-
 async fn run_line<W: AsyncWrite + Unpin + Send>(
     shared: &Shared,
     st: &mut ConnState,
@@ -282,11 +255,11 @@ async fn run_line<W: AsyncWrite + Unpin + Send>(
     let cmd = match st.last_getattr.parse(line, st.escape) {
         // The previous `getattr`'s list again, for another entry: its names as parsed then.
         Some((cmd, args)) => {
-            check_args(shared, args)?;
+            command::check_args(args, shared.config.max_args)?;
             cmd
         }
         None => {
-            let cmd = parse(shared, line, st.escape)?;
+            let cmd = Command::parse_line(line, st.escape, shared.config.max_args)?;
             st.last_getattr.remember(line, st.escape, &cmd);
             cmd
         }

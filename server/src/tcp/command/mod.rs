@@ -29,6 +29,7 @@ use std::mem::take;
 use std::sync::LazyLock;
 
 use ardacat_core::Error;
+use ardacat_proto::{tokenize_args, tokenize_escaped};
 use tokio::io::AsyncWrite;
 
 use super::ConnState;
@@ -261,6 +262,26 @@ impl Command {
         Self::parse_escaped(&mut args.iter().map(|a| Arg::Borrowed(a.as_ref())).collect::<Vec<_>>(), &[])
     }
 
+    /// A command line (not native SQL) as a command: tokenized (with `escape`, `\N` is NULL, and
+    /// the parser learns which arguments were: only a value may be), at most `max_args` arguments,
+    /// then parsed. Arguments borrow the line where unquoting changed nothing.
+    pub fn parse_line(line: &str, escape: bool, max_args: usize) -> Result<Command, Error> {
+        let (mut args, nulls): (Vec<Arg<'_>>, Vec<bool>) = if escape {
+            tokenize_escaped(line)
+                .map_err(|e| Error::IllegalCommand(e.to_string()))?
+                .into_iter()
+                .map(|a| match a {
+                    Some(a) => (a, false),
+                    None => (Arg::Borrowed(""), true),
+                })
+                .unzip()
+        } else {
+            (tokenize_args(line).map_err(|e| Error::IllegalCommand(e.to_string()))?, Vec::new())
+        };
+        check_args(args.len(), max_args)?;
+        Command::parse_escaped(&mut args, &nulls)
+    }
+
     /// Parse a command line tokenized with the `escape` extension: `nulls[i]` says argument `i`
     /// was `\N`. NULL is a value, never a name, a path or a condition. The parser takes the
     /// arguments it keeps out of `args` (what is left there is unspecified).
@@ -286,6 +307,14 @@ impl Command {
     pub fn is_write(&self) -> bool {
         self.spec.kind == Kind::Write
     }
+}
+
+/// A line of `args` arguments (the command's name counted) against the `max_args` limit.
+pub fn check_args(args: usize, max_args: usize) -> Result<(), Error> {
+    if args > max_args {
+        return Err(Error::LimitExceeded(format!("more than {max_args} arguments")));
+    }
+    Ok(())
 }
 
 /// What a handler did with the reply.

@@ -80,24 +80,12 @@ impl LastGetattr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ardacat_proto::{tokenize_args, tokenize_escaped};
+    use ardacat_proto::tokenize_args;
 
-    /// What the parser makes of `line`, as `run_line` calls it.
+    /// What the parser makes of `line`, with its number of arguments.
     fn parsed(line: &str, escape: bool) -> Result<(Cmd, usize), String> {
-        let (mut args, nulls): (Vec<_>, Vec<bool>) = if escape {
-            tokenize_escaped(line)
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .map(|a| match a {
-                    Some(a) => (a, false),
-                    None => (Default::default(), true),
-                })
-                .unzip()
-        } else {
-            (tokenize_args(line).map_err(|e| e.to_string())?, Vec::new())
-        };
-        let n = args.len();
-        Command::parse_escaped(&mut args, &nulls).map(|c| (c.cmd, n)).map_err(|e| e.to_string())
+        let n = tokenize_args(line).map_err(|e| e.to_string())?.len();
+        Command::parse_line(line, escape, usize::MAX).map(|c| (c.cmd, n)).map_err(|e| e.to_string())
     }
 
     /// The kept list after `first`, asked about `next`.
